@@ -1,0 +1,48 @@
+"""Where the model runs and in which precision: one answer for training and translation."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from mt_cli.errors import ConfigError
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` picks CUDA when present, else the CPU; ``cuda`` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device cuda was asked for, but no CUDA GPU is available; use cpu or auto")
+    if name not in ("cpu", "cuda"):
+        raise ConfigError(f"device {name!r} is not valid; choose one of auto, cpu, cuda")
+    return torch.device(name)
+
+
+def cpu_has_native_bf16() -> bool:
+    # A private helper, but the only cheap way to know whether bf16 matmuls run in hardware;
+    # emulated bf16 on older CPUs is slower than fp32.
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    return bool(probe and probe())
+
+
+def amp_dtype(device: torch.device, mode: str) -> torch.dtype | None:
+    """The autocast dtype for ``train.amp`` (auto | bf16 | fp16 | off); None means fp32."""
+    if mode == "off":
+        return None
+    if device.type == "cuda":
+        if mode == "fp16" or (mode == "auto" and not torch.cuda.is_bf16_supported()):
+            return torch.float16
+        return torch.bfloat16
+    if mode == "fp16":
+        raise ConfigError("amp fp16 needs a CUDA GPU; on the CPU use bf16, auto or off")
+    if mode == "bf16" or (mode == "auto" and cpu_has_native_bf16()):
+        return torch.bfloat16
+    return None
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype)

@@ -1,0 +1,80 @@
+"""DDP plumbing: one object that is a no-op in a single process and talks to the group under torchrun."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as torch_dist
+from torch import nn
+
+
+@dataclass(frozen=True)
+class Distributed:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @classmethod
+    def from_env(cls) -> Distributed:
+        """Join the process group that ``torchrun`` describes in the environment, if any."""
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        if world_size == 1:
+            return cls()
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        torch_dist.init_process_group(backend=backend)
+        return cls(torch_dist.get_rank(), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def active(self) -> bool:
+        return self.world_size > 1
+
+    def device(self, device: torch.device) -> torch.device:
+        if device.type == "cuda" and self.active:
+            torch.cuda.set_device(self.local_rank)
+            return torch.device("cuda", self.local_rank)
+        return device
+
+    def wrap(self, model: nn.Module) -> nn.Module:
+        if not self.active:
+            return model
+        device_ids = [self.local_rank] if next(model.parameters()).is_cuda else None
+        return nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+
+    def no_sync(self, module: nn.Module) -> contextlib.AbstractContextManager:
+        """Skip the gradient all-reduce for all but the last batch of an accumulated update."""
+        if isinstance(module, nn.parallel.DistributedDataParallel):
+            return module.no_sync()
+        return contextlib.nullcontext()
+
+    def sum(self, value: int) -> int:
+        if not self.active:
+            return value
+        tensor = torch.tensor([value], dtype=torch.long, device=self._collective_device())
+        torch_dist.all_reduce(tensor)
+        return int(tensor.item())
+
+    def agree(self, reason: str | None) -> str | None:
+        """Stop on every rank when any rank has a reason to (signals, time, patience)."""
+        if not self.active:
+            return reason
+        if self.sum(int(reason is not None)) == 0:
+            return None
+        return reason or "another rank stopped"
+
+    def barrier(self) -> None:
+        if self.active:
+            torch_dist.barrier()
+
+    def close(self) -> None:
+        if self.active and torch_dist.is_initialized():
+            torch_dist.destroy_process_group()
+
+    def _collective_device(self) -> torch.device:
+        return torch.device("cuda", self.local_rank) if torch_dist.get_backend() == "nccl" else torch.device("cpu")

@@ -1,0 +1,119 @@
+"""Scoring with sacreBLEU: BLEU and chrF on detokenized, cased text, with their signatures."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+from mt_cli.errors import InputError
+
+
+@dataclass(frozen=True)
+class Scores:
+    bleu: float
+    chrf: float
+    bleu_signature: str
+    chrf_signature: str
+    sentences: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
+    """Corpus BLEU (13a, cased) and chrF, as sacreBLEU's command line computes them."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if len(hypotheses) != len(references):
+        raise InputError(f"{len(hypotheses)} hypotheses but {len(references)} references; they must pair up")
+    bleu, chrf = BLEU(), CHRF()
+    return Scores(
+        bleu=bleu.corpus_score(list(hypotheses), [list(references)]).score,
+        chrf=chrf.corpus_score(list(hypotheses), [list(references)]).score,
+        bleu_signature=str(bleu.get_signature()),
+        chrf_signature=str(chrf.get_signature()),
+        sentences=len(hypotheses),
+    )
+
+
+def read_lines(path: Path) -> list[str]:
+    """A text file as lines (newlines stripped); missing or non-UTF-8 files are InputErrors."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"file {path} does not exist") from None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a directory, not a text file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise InputError(f"{path} is not UTF-8 text (line {line}); convert it with iconv -t UTF-8") from None
+    return text.splitlines()
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    scores: Scores
+    hypotheses: list[str]
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        data = self.scores.as_dict()
+        data["decode_seconds"] = round(self.seconds, 3)
+        data["sentences_per_second"] = round(self.scores.sentences / max(self.seconds, 1e-9), 2)
+        return data
+
+
+def evaluate(translate: Callable[[list[str]], list[str]], sources: Sequence[str], references: Sequence[str]) -> Evaluation:
+    """Translate ``sources`` with ``translate(lines) -> lines``, time it, and score it."""
+    start = time.perf_counter()
+    hypotheses = translate(list(sources))
+    seconds = time.perf_counter() - start
+    return Evaluation(score(hypotheses, references), hypotheses, seconds)
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    name: str  # the split, or the source file
+    beam: int
+    checkpoint: str
+    evaluation: Evaluation
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"data": self.name, "beam": self.beam, "checkpoint": self.checkpoint, **self.evaluation.as_dict()}
+
+
+def evaluate_run(
+    run_dir: Path,
+    split: str,
+    src: Path | None,
+    ref: Path | None,
+    beam: int | None,
+    checkpoint: str | None,
+    device: str,
+) -> RunEvaluation:
+    """Translate a split of the run's corpus (or ``src``) with a trained run and score it."""
+    from mt_cli.checkpoint import RunDir
+    from mt_cli.translator import Translator, resolve_checkpoint
+
+    if (src is None) != (ref is None):
+        raise InputError("--src and --ref go together: give both files or neither")
+    if src is not None and ref is not None:
+        sources, references, name = read_lines(src), read_lines(ref), str(src)
+        if len(sources) != len(references):
+            raise InputError(f"{src} has {len(sources)} lines but {ref} has {len(references)}")
+    translator = Translator.from_run(run_dir, checkpoint, device)
+    if src is None:
+        from mt_cli.data import load_corpus
+
+        corpus = load_corpus(translator.config.data, [split])[split]
+        sources, references, name = corpus["src"], corpus["tgt"], split
+    beam_size = translator.config.decode.beam_size if beam is None else beam
+    result = evaluate(lambda lines: translator.translate_text(lines, beam_size=beam_size), sources, references)
+    used = resolve_checkpoint(RunDir(Path(run_dir)), checkpoint)
+    return RunEvaluation(name, beam_size, str(used), result)

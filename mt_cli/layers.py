@@ -1,0 +1,318 @@
+"""Transformer building blocks: attention, feed-forward, encoder/decoder layers, positions, KV cache.
+
+Shapes: B batch, S source length, T target length, D d_model, H heads, Dh = D // H.
+Activations are batch-first: (B, T, D).
+
+Masks are boolean with True = may attend (the convention of ``F.scaled_dot_product_attention``)
+and are passed to SDPA as they are, never converted to additive floats:
+
+* ``src_mask``: (B, 1, 1, S), source key padding; used by encoder self-attention and decoder
+  cross-attention.
+* ``tgt_mask``: (B, 1, T, T), causal AND target key padding; used by decoder self-attention.
+
+They are built once, in the data collate; these modules only consume them. A row with no
+allowed key attends to nothing and yields zeros, not NaN.
+
+Nothing here reads a config: every size and rate is a constructor argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+
+class MultiHeadAttention(nn.Module):
+    """Shared part of self- and cross-attention: head split/merge, SDPA and the output projection.
+
+    The input projections live in the subclasses so that each can be one fused matmul.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.attention_dropout = attention_dropout
+        self.out = nn.Linear(d_model, d_model)
+
+    def _reset(self, *projections: nn.Linear) -> None:
+        # Xavier on the fused matrices and zero biases, as nn.MultiheadAttention does.
+        for linear in (*projections, self.out):
+            nn.init.xavier_uniform_(linear.weight)
+            nn.init.zeros_(linear.bias)
+
+    def _heads(self, x: Tensor, parts: int) -> Tensor:
+        """(B, L, parts*D) -> (parts, B, H, L, Dh), a view: no copy."""
+        b, length, _ = x.shape
+        return x.view(b, length, parts, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """q (B, H, L, Dh), k/v (B, H, M, Dh), mask broadcastable to (B, H, L, M).
+
+        Returns the projected output (B, L, D) and, if asked, the attention weights
+        (B, H, L, M) before dropout.
+        """
+        p = self.attention_dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            # SDPA does not return its weights, so this (slower) path computes them explicitly.
+            scores = (q @ k.transpose(-2, -1)) * (self.head_dim**-0.5)  # (B, H, L, M)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)  # (B, H, L, M)
+            if mask is not None:
+                # A row with no allowed key is all NaN after softmax; make it attend to nothing.
+                weights = weights.masked_fill(~mask, 0.0)
+            ctx = F.dropout(weights, p, self.training) @ v  # (B, H, L, Dh)
+        else:
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, L, Dh)
+        b, _, length, _ = ctx.shape
+        out = self.out(ctx.transpose(1, 2).reshape(b, length, self.d_model))  # (B, L, D)
+        return out, weights
+
+
+class SelfAttention(MultiHeadAttention):
+    """Self-attention with one fused QKV projection (D -> 3D)."""
+
+    def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
+        super().__init__(d_model, n_heads, attention_dropout)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self._reset(self.qkv)
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        q, k, v = self._heads(self.qkv(x), 3).unbind(0)  # each (B, H, T, Dh)
+        return self.attend(q, k, v, mask, need_weights)
+
+    def step(self, x: Tensor, past_k: Tensor, past_v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """One new position x (B, 1, D) after past k/v (B, H, t, Dh).
+
+        No mask: the query is the newest position, so every cached key is in its past.
+        Returns the output (B, 1, D) and the extended k/v (B, H, t+1, Dh).
+        """
+        q, k, v = self._heads(self.qkv(x), 3).unbind(0)  # each (B, H, 1, Dh)
+        k = torch.cat([past_k, k], dim=2)  # (B, H, t+1, Dh)
+        v = torch.cat([past_v, v], dim=2)  # (B, H, t+1, Dh)
+        out, _ = self.attend(q, k, v, None)
+        return out, k, v
+
+
+class CrossAttention(MultiHeadAttention):
+    """Attention from the decoder onto the encoder memory: a q projection and a fused KV (D -> 2D)."""
+
+    def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
+        super().__init__(d_model, n_heads, attention_dropout)
+        self.q = nn.Linear(d_model, d_model)
+        self.kv = nn.Linear(d_model, 2 * d_model)
+        self._reset(self.q, self.kv)
+
+    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """memory (B, S, D) -> k, v each (B, H, S, Dh), strided views of one matmul."""
+        k, v = self._heads(self.kv(memory), 2).unbind(0)
+        return k, v
+
+    def forward(
+        self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        q = self._heads(self.q(x), 1)[0]  # (B, H, T, Dh)
+        return self.attend(q, k, v, mask, need_weights)
+
+
+class FeedForward(nn.Module):
+    """Position-wise D -> d_ff -> D with ReLU or GELU and dropout on the hidden activations."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, activation_dropout: float) -> None:
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation={activation!r}; choose one of {', '.join(_ACTIVATIONS)}")
+        self.activation = _ACTIVATIONS[activation]
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(activation_dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # (B, L, D)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention + FFN, each wrapped in dropout, residual and LayerNorm (post- or pre-norm)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        *,
+        dropout: float,
+        attention_dropout: float,
+        activation_dropout: float,
+        activation: str,
+        norm_first: bool,
+    ) -> None:
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = SelfAttention(d_model, n_heads, attention_dropout)
+        self.ffn = FeedForward(d_model, d_ff, activation, activation_dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
+        """x (B, S, D), src_mask (B, 1, 1, S) -> (B, S, D)."""
+        if self.norm_first:
+            x = x + self.dropout(self.self_attn(self.norm1(x), src_mask)[0])
+            return x + self.dropout(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, src_mask)[0]))
+        return self.norm2(x + self.dropout(self.ffn(x)))
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's keys/values, each (B, H, length, Dh) or (B, H, S, Dh) for cross."""
+
+    self_k: Tensor
+    self_v: Tensor
+    cross_k: Tensor
+    cross_v: Tensor
+
+
+@dataclass
+class DecoderCache:
+    """Incremental-decoding state: per-layer caches, the source mask (B, 1, 1, S) and the number
+    of target positions already decoded (the position of the next step).
+
+    Cross-attention k/v are computed once per source when the cache is created. Methods return
+    a new cache and leave this one untouched.
+    """
+
+    layers: list[LayerCache]
+    src_mask: Tensor
+    length: int
+
+    @property
+    def batch_size(self) -> int:
+        return self.src_mask.shape[0]
+
+    def reorder(self, index: Tensor) -> DecoderCache:
+        """Beam reordering: ``index`` (B,) picks, per row, a hypothesis of the same source, so only
+        the self-attention history moves; cross k/v and the source mask stay as they are."""
+        layers = [
+            LayerCache(c.self_k.index_select(0, index), c.self_v.index_select(0, index), c.cross_k, c.cross_v)
+            for c in self.layers
+        ]
+        return DecoderCache(layers, self.src_mask, self.length)
+
+    def select(self, index: Tensor) -> DecoderCache:
+        """Keep/repeat rows ``index`` (B',) of everything: drop finished sentences, or expand
+        sources to beams with ``arange(B).repeat_interleave(k)``."""
+        layers = [
+            LayerCache(*(t.index_select(0, index) for t in (c.self_k, c.self_v, c.cross_k, c.cross_v)))
+            for c in self.layers
+        ]
+        return DecoderCache(layers, self.src_mask.index_select(0, index), self.length)
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention on the memory, FFN; post- or pre-norm."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        *,
+        dropout: float,
+        attention_dropout: float,
+        activation_dropout: float,
+        activation: str,
+        norm_first: bool,
+    ) -> None:
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = SelfAttention(d_model, n_heads, attention_dropout)
+        self.cross_attn = CrossAttention(d_model, n_heads, attention_dropout)
+        self.ffn = FeedForward(d_model, d_ff, activation, activation_dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def start_cache(self, memory: Tensor) -> LayerCache:
+        """Cross k/v of memory (B, S, D), once per source; empty self-attention history."""
+        k, v = self.cross_attn.project_kv(memory)  # each (B, H, S, Dh)
+        # Contiguous once here, since every step and every select reads them again.
+        k, v = k.contiguous(), v.contiguous()
+        empty = k.new_empty(k.shape[0], k.shape[1], 0, k.shape[3])  # (B, H, 0, Dh), k's dtype
+        return LayerCache(empty, empty, k, v)
+
+    def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor) -> Tensor:
+        """x (B, T, D), memory (B, S, D), src_mask (B, 1, 1, S), tgt_mask (B, 1, T, T) -> (B, T, D)."""
+        k, v = self.cross_attn.project_kv(memory)  # each (B, H, S, Dh)
+        if self.norm_first:
+            x = x + self.dropout(self.self_attn(self.norm1(x), tgt_mask)[0])
+            x = x + self.dropout(self.cross_attn(self.norm2(x), k, v, src_mask)[0])
+            return x + self.dropout(self.ffn(self.norm3(x)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, tgt_mask)[0]))
+        x = self.norm2(x + self.dropout(self.cross_attn(x, k, v, src_mask)[0]))
+        return self.norm3(x + self.dropout(self.ffn(x)))
+
+    def step(
+        self, x: Tensor, cache: LayerCache, src_mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, LayerCache, Tensor | None]:
+        """One position x (B, 1, D) -> (B, 1, D), the extended cache and, if asked, the
+        cross-attention weights (B, H, 1, S)."""
+        if self.norm_first:
+            sa, k, v = self.self_attn.step(self.norm1(x), cache.self_k, cache.self_v)
+            x = x + self.dropout(sa)
+            ca, w = self.cross_attn(self.norm2(x), cache.cross_k, cache.cross_v, src_mask, need_weights)
+            x = x + self.dropout(ca)
+            x = x + self.dropout(self.ffn(self.norm3(x)))
+        else:
+            sa, k, v = self.self_attn.step(x, cache.self_k, cache.self_v)
+            x = self.norm1(x + self.dropout(sa))
+            ca, w = self.cross_attn(x, cache.cross_k, cache.cross_v, src_mask, need_weights)
+            x = self.norm2(x + self.dropout(ca))
+            x = self.norm3(x + self.dropout(self.ffn(x)))
+        return x, LayerCache(k, v, cache.cross_k, cache.cross_v), w
+
+
+class PositionalEncoding(nn.Module):
+    """Adds sinusoidal positions (Vaswani et al.): even dims sin, odd dims cos.
+
+    The table is a non-persistent buffer: it is a pure function of (max_positions, d_model), so
+    checkpoints need not carry it.
+    """
+
+    pe: Tensor
+
+    def __init__(self, d_model: int, max_positions: int) -> None:
+        super().__init__()
+        if d_model % 2:
+            raise ValueError(f"d_model={d_model} must be even for sinusoidal positions")
+        self.max_positions = max_positions
+        pos = torch.arange(max_positions, dtype=torch.float32)[:, None]  # (P, 1)
+        freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_positions, d_model)  # (P, D)
+        pe[:, 0::2] = torch.sin(pos * freq)
+        pe[:, 1::2] = torch.cos(pos * freq)
+        self.register_buffer("pe", pe, persistent=False)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x (B, L, D) holding positions offset..offset+L-1 -> x + positions (B, L, D)."""
+        end = offset + x.shape[1]
+        if end > self.max_positions:
+            raise ValueError(f"position {end - 1} is beyond max_positions={self.max_positions}")
+        return x + self.pe[offset:end]  # (B, L, D)

@@ -1,0 +1,95 @@
+"""From a config to what training needs: the corpus, both tokenizers and encoded pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mt_cli.checkpoint import RunDir
+from mt_cli.config import Config
+from mt_cli.data import encode_split, filter_long, load_corpus
+from mt_cli.distributed import Distributed
+from mt_cli.tokenizer import Tokenizer, load_tokenizers, prepare_tokenizers
+
+if TYPE_CHECKING:
+    import datasets
+
+
+@dataclass
+class TrainingData:
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+    train_src: list[list[int]]  # source ids + EOS
+    train_tgt: list[list[int]]  # BOS + target ids + EOS
+    val_src: list[str]  # raw text: validation is scored like any user input
+    val_ref: list[str]
+    test_src: list[str]
+    test_ref: list[str]
+
+    @property
+    def train_src_lengths(self) -> list[int]:
+        return [len(ids) for ids in self.train_src]
+
+    @property
+    def train_tgt_lengths(self) -> list[int]:
+        return [len(ids) for ids in self.train_tgt]
+
+
+def tokenizers_for(
+    cfg: Config, run: RunDir, corpus: datasets.DatasetDict, dist: Distributed, log: Callable[[str], None]
+) -> tuple[Tokenizer, Tokenizer]:
+    """Train (rank 0) or reuse the two tokenizers; other ranks wait, then load them."""
+    if dist.is_main:
+        train = corpus["train"]
+        tokenizers = prepare_tokenizers(cfg, run.root, train["src"], train["tgt"], log=log)
+    dist.barrier()
+    if not dist.is_main:
+        tokenizers = load_tokenizers(run.root, cfg.data.src_lang, cfg.data.tgt_lang)
+    return tokenizers
+
+
+def prepare_training_data(
+    cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None]
+) -> TrainingData:
+    splits = ["train", "val", cfg.data.test_split]
+    corpus = load_corpus(cfg.data, splits)
+    log(" | ".join(f"{name}: {len(corpus[name]):,} pairs" for name in splits))
+    src_tok, tgt_tok = tokenizers_for(cfg, run, corpus, dist, log)
+    train = encode_split(corpus["train"], src_tok, tgt_tok)
+    train, dropped = filter_long(train, cfg.data.max_len)
+    if dropped:
+        log(f"dropped {dropped:,} training pairs longer than data.max_len={cfg.data.max_len} pieces")
+    return TrainingData(
+        src_tok=src_tok,
+        tgt_tok=tgt_tok,
+        train_src=train["src_ids"],
+        train_tgt=train["tgt_ids"],
+        val_src=corpus["val"]["src"],
+        val_ref=corpus["val"]["tgt"],
+        test_src=corpus[cfg.data.test_split]["src"],
+        test_ref=corpus[cfg.data.test_split]["tgt"],
+    )
+
+
+def describe_preparation(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]:
+    """``mt prepare``: load every split, train or reuse the tokenizers, and report on both."""
+    from mt_cli.tokenizer import tokenizer_stats
+
+    run = RunDir(run_dir)
+    run.root.mkdir(parents=True, exist_ok=True)
+    corpus = load_corpus(cfg.data)
+    src_tok, tgt_tok = tokenizers_for(cfg, run, corpus, Distributed(), log)
+    lines = [" | ".join(f"{name}: {len(split):,} pairs" for name, split in corpus.items())]
+    for tok, column in ((src_tok, "src"), (tgt_tok, "tgt")):
+        for split in ("train", "val"):
+            if split not in corpus:
+                continue
+            stats = tokenizer_stats(tok, corpus[split][column])
+            lines.append(
+                f"{tok.lang} {split}: vocab {stats['vocab_size']:,} | coverage {stats['coverage']:.4%} | "
+                f"{stats['pieces_per_sentence']:.1f} pieces per sentence"
+            )
+    lines.append(f"tokenizers: {run.root}/spm.{src_tok.lang}.model, {run.root}/spm.{tgt_tok.lang}.model")
+    return lines

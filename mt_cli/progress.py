@@ -1,0 +1,63 @@
+"""Where training stands (saved in last.pt), the metrics log, and the RNG states to resume exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+@dataclass
+class Progress:
+    step: int = 0  # optimizer updates applied
+    epoch: int = 0  # completed epochs
+    batch_in_epoch: int = 0  # batches of the current epoch already consumed (per rank)
+    elapsed: float = 0.0  # training seconds, validation included, summed over resumes
+    best_metric: float = -math.inf  # val BLEU (or -val loss when BLEU is off) of best.pt
+    best_step: int = 0
+    stale_validations: int = 0  # validations since the last improvement
+    last_validated_step: int = -1
+    bad_steps: int = 0  # consecutive updates with a non-finite gradient
+    skipped_steps: int = 0  # all updates skipped for a non-finite gradient
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Progress:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def capture_rng() -> dict[str, Any]:
+    """Every random state training draws from (dropout on CPU and GPUs)."""
+    state: dict[str, Any] = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class MetricsLog:
+    """``metrics.jsonl``: one JSON object per event, appended and flushed at once."""
+
+    def __init__(self, path: Path, enabled: bool = True):
+        self.path, self.enabled = path, enabled
+
+    def write(self, event: str, **values: Any) -> None:
+        if not self.enabled:
+            return
+        record = {"event": event, "time": round(time.time(), 3)}
+        record.update({k: round(v, 6) if isinstance(v, float) else v for k, v in values.items()})
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")

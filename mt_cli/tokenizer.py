@@ -1,0 +1,247 @@
+"""The two SentencePiece models (one per language) and their fixed special ids.
+
+Kept free of torch, batches and ``datasets`` so that ``mt translate`` imports it cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import sentencepiece as spm
+
+from mt_cli.errors import CheckpointError, DataError
+
+if TYPE_CHECKING:
+    from mt_cli.config import Config, TokenizerConfig
+
+PAD_ID = 0
+UNK_ID = 1
+BOS_ID = 2
+EOS_ID = 3
+
+# The trainer records num_threads inside the model proto, so a machine-dependent value would
+# make the saved bytes differ between machines; a fixed, modest count keeps them reproducible
+# and leaves cores to other processes.
+_TRAIN_THREADS = 2
+
+
+class Tokenizer:
+    """One language's SentencePiece model, with the project's special-id conventions."""
+
+    def __init__(self, processor: spm.SentencePieceProcessor, lang: str) -> None:
+        self.sp = processor
+        self.lang = lang
+
+    @classmethod
+    def load(cls, path: str | Path, lang: str) -> Tokenizer:
+        path = Path(path)
+        if not path.is_file():
+            raise CheckpointError(
+                f"tokenizer model {path} is missing; run `mt prepare` or `mt train` to create it"
+            )
+        processor = spm.SentencePieceProcessor()
+        try:
+            processor.Load(model_file=str(path))
+        except (RuntimeError, OSError) as err:
+            raise CheckpointError(
+                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); delete it and rerun `mt train`"
+            ) from None
+        ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+        if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+            raise CheckpointError(
+                f"tokenizer model {path} has special ids pad/unk/bos/eos={ids}, expected 0/1/2/3; "
+                "retrain it with `mt prepare`"
+            )
+        return cls(processor, lang)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Piece ids without BOS/EOS: adding them is the caller's decision (see data.py)."""
+        return self.sp.encode(list(texts), out_type=int)
+
+    def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
+        """Text for each id sequence: cut at the first EOS, PAD and BOS dropped.
+
+        UNK is kept (it renders as " ⁇ ") so that a reader can see something was unknown.
+        """
+        cleaned = []
+        for seq in ids:
+            out = []
+            for i in seq:
+                i = int(i)
+                if i == EOS_ID:
+                    break
+                if i not in (PAD_ID, BOS_ID):
+                    out.append(i)
+            cleaned.append(out)
+        return self.sp.decode(cleaned)
+
+    def pieces(self, text: str) -> list[str]:
+        """Surface pieces of ``text`` (labels for attention plots)."""
+        return self.sp.encode(text, out_type=str)
+
+
+def tokenizer_path(run_dir: str | Path, lang: str) -> Path:
+    return Path(run_dir) / f"spm.{lang}.model"
+
+
+def _settings_path(run_dir: str | Path, lang: str) -> Path:
+    return Path(run_dir) / f"spm.{lang}.json"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    # Write-then-rename: an interrupted run leaves either the old file or none, never half of one.
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _settings(texts: list[str], lang: str, vocab_size: int, cfg: TokenizerConfig) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\n")
+    return {
+        "lang": lang,
+        "vocab_size": vocab_size,
+        "model_type": cfg.model_type,
+        "character_coverage": cfg.character_coverage,
+        "sentences": len(texts),
+        "text_sha256": digest.hexdigest(),
+    }
+
+
+def train_tokenizer(
+    texts: Iterable[str], lang: str, vocab_size: int, cfg: TokenizerConfig, run_dir: str | Path
+) -> Tokenizer:
+    """Train ``run_dir/spm.{lang}.model`` on ``texts`` (the training split only) and load it.
+
+    Deterministic: the same texts and settings give the same model bytes. Also writes
+    ``spm.{lang}.json`` with the settings and a hash of the texts, which
+    ``prepare_tokenizers`` compares to decide whether the model can be reused.
+    """
+    texts = list(texts)
+    if not any(t.strip() for t in texts):
+        raise DataError(f"cannot train the {lang} tokenizer: the training text is empty")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=cfg.model_type,
+            character_coverage=cfg.character_coverage,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            num_threads=_TRAIN_THREADS,
+            minloglevel=2,
+            # Small corpora (train_limit smoke runs) cannot fill a large vocabulary; a smaller
+            # vocabulary is better than refusing to train. vocab_size reports the real size.
+            hard_vocab_limit=False,
+        )
+    except RuntimeError as err:
+        raise DataError(
+            f"SentencePiece could not train the {lang} tokenizer: {str(err).splitlines()[0]}"
+        ) from None
+    path = tokenizer_path(run_dir, lang)
+    _atomic_write(path, model.getvalue())
+    settings = _settings(texts, lang, vocab_size, cfg)
+    _atomic_write(_settings_path(run_dir, lang), json.dumps(settings, indent=2).encode("utf-8"))
+    return Tokenizer.load(path, lang)
+
+
+def _why_retrain(run_dir: Path, lang: str, wanted: dict[str, Any]) -> str | None:
+    """None if the saved model matches ``wanted``; otherwise the reason to retrain."""
+    model, record = tokenizer_path(run_dir, lang), _settings_path(run_dir, lang)
+    if not model.is_file():
+        return f"{model.name} does not exist"
+    if not record.is_file():
+        return f"{record.name} (the settings it was trained with) is missing"
+    try:
+        saved = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return f"{record.name} is unreadable"
+    if not isinstance(saved, dict):
+        return f"{record.name} is unreadable"
+    changed = [
+        f"{key} {saved[key] if key in saved else 'unset'} -> {value}"
+        for key, value in wanted.items()
+        if key != "text_sha256" and (key not in saved or saved[key] != value)
+    ]
+    if "text_sha256" not in saved or saved["text_sha256"] != wanted["text_sha256"]:
+        changed.append("training text changed")
+    return "; ".join(changed) or None
+
+
+def prepare_tokenizers(
+    cfg: Config,
+    run_dir: str | Path,
+    train_src: list[str],
+    train_tgt: list[str],
+    log: Callable[[str], None] = print,
+) -> tuple[Tokenizer, Tokenizer]:
+    """(source, target) tokenizers: reuse the saved ones when they match the config, else train."""
+    run_dir = Path(run_dir)
+    sides = (
+        (cfg.data.src_lang, cfg.tokenizer.src_vocab_size, train_src),
+        (cfg.data.tgt_lang, cfg.tokenizer.tgt_vocab_size, train_tgt),
+    )
+    result = []
+    for lang, vocab_size, texts in sides:
+        wanted = _settings(texts, lang, vocab_size, cfg.tokenizer)
+        reason = _why_retrain(run_dir, lang, wanted)
+        if reason is None:
+            tok = Tokenizer.load(tokenizer_path(run_dir, lang), lang)
+            log(f"tokenizer {lang}: reusing {tokenizer_path(run_dir, lang)} ({tok.vocab_size} pieces)")
+        else:
+            log(f"tokenizer {lang}: training ({reason})")
+            tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir)
+            if tok.vocab_size < vocab_size:
+                log(f"tokenizer {lang}: corpus only supports {tok.vocab_size} of {vocab_size} pieces")
+        result.append(tok)
+    return result[0], result[1]
+
+
+def load_tokenizers(run_dir: str | Path, src_lang: str, tgt_lang: str) -> tuple[Tokenizer, Tokenizer]:
+    """The saved (source, target) tokenizers of a run; CheckpointError if one is missing."""
+    return (
+        Tokenizer.load(tokenizer_path(run_dir, src_lang), src_lang),
+        Tokenizer.load(tokenizer_path(run_dir, tgt_lang), tgt_lang),
+    )
+
+
+def tokenizer_stats(tok: Tokenizer, texts: list[str]) -> dict[str, Any]:
+    """Figures for ``mt prepare``'s report.
+
+    ``coverage`` is the fraction of pieces that are not UNK, so 1.0 means every character
+    of ``texts`` is representable.
+    """
+    encoded = tok.encode(texts)
+    n_pieces = sum(len(ids) for ids in encoded)
+    n_unk = sum(ids.count(UNK_ID) for ids in encoded)
+    return {
+        "lang": tok.lang,
+        "vocab_size": tok.vocab_size,
+        "sentences": len(texts),
+        "pieces": n_pieces,
+        "pieces_per_sentence": n_pieces / len(texts) if texts else 0.0,
+        "max_pieces": max((len(ids) for ids in encoded), default=0),
+        "unk": n_unk,
+        "coverage": 1.0 - n_unk / n_pieces if n_pieces else 1.0,
+    }

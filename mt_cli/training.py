@@ -1,0 +1,286 @@
+"""The training loop: AMP, accumulation, clipping, validation, checkpoints, resume, DDP.
+
+One update = ``accum_steps`` token-budget batches; the loss is summed over target tokens and
+divided by the real (non-pad) target tokens of the whole update, across ranks, so gradients do
+not depend on how the tokens were split into batches. The learning rate is a pure function of
+the update number, so resuming needs no scheduler state.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
+from mt_cli.config import Config, config_to_dict, save_config
+from mt_cli.data import Batch, TokenBatchSampler, collate
+from mt_cli.device import amp_dtype, autocast, resolve_device
+from mt_cli.distributed import Distributed
+from mt_cli.errors import CheckpointError, MtError
+from mt_cli.model import build_model, count_parameters
+from mt_cli.optim import learning_rate, make_optimizer
+from mt_cli.preparation import TrainingData, prepare_training_data
+from mt_cli.progress import MetricsLog, Progress, capture_rng, restore_rng
+from mt_cli.tokenizer import PAD_ID
+from mt_cli.validation import Validator
+
+
+class TrainingError(MtError):
+    """Training cannot go on (e.g. the loss stayed non-finite)."""
+
+
+class Interrupted(Exception):
+    """SIGINT/SIGTERM arrived; ``last.pt`` was saved. The CLI exits 130 with the message."""
+
+
+def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
+    """Summed cross-entropy over real target tokens; padding positions count for nothing."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)).float(),  # (B*T, V)
+        target.reshape(-1),  # (B*T,)
+        ignore_index=PAD_ID,
+        label_smoothing=smoothing,
+        reduction="sum",
+    )
+
+
+class Trainer:
+    def __init__(self, cfg: Config, run: RunDir, data: TrainingData, dist: Distributed, log: Callable[[str], None]):
+        self.cfg, self.run, self.data, self.dist, self.log = cfg, run, data, dist, log
+        tc = cfg.train
+        self.device = dist.device(resolve_device(tc.device))
+        self.dtype = amp_dtype(self.device, tc.amp)
+        self.model = build_model(cfg.model, data.src_tok.vocab_size, data.tgt_tok.vocab_size).to(self.device)
+        self.optimizer = make_optimizer(self.model, tc)
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
+        self.progress = Progress()
+        self.sampler = TokenBatchSampler(
+            data.train_src_lengths, data.train_tgt_lengths, tc.max_tokens, shuffle=True,
+            seed=tc.seed, rank=dist.rank, world_size=dist.world_size,
+        )
+        self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
+        self.metrics = MetricsLog(run.metrics, enabled=dist.is_main)
+        self.stop_signal: str | None = None
+        self.ddp = dist.wrap(self.model)  # the model itself when not distributed
+        self.forward = torch.compile(self.ddp) if tc.compile else self.ddp
+
+    # ---- checkpoints -------------------------------------------------------------------
+    def save_last(self) -> None:
+        if not self.dist.is_main:
+            return
+        save_checkpoint(
+            {
+                "model": self.model.state_dict(),
+                "config": config_to_dict(self.cfg),
+                "optimizer": self.optimizer.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "progress": self.progress.as_dict(),
+                "rng": capture_rng(),
+                "step": self.progress.step,
+            },
+            self.run.last,
+        )
+
+    def resume(self) -> None:
+        payload = load_checkpoint(self.run.last, map_location=self.device)
+        for key in ("optimizer", "scaler", "progress", "rng"):
+            if key not in payload:
+                raise CheckpointError(f"{self.run.last} has no {key} state; it cannot be resumed")
+        self.model.load_state_dict(payload["model"])
+        self.optimizer.load_state_dict(payload["optimizer"])
+        self.scaler.load_state_dict(payload["scaler"])
+        self.progress = Progress.from_dict(payload["progress"])
+        restore_rng(payload["rng"])
+        self.log(f"resumed from {self.run.last} at update {self.progress.step}, epoch {self.progress.epoch + 1}")
+
+    # ---- one update ----------------------------------------------------------------------
+    def update(self, batches: list[Batch]) -> tuple[float, float, int]:
+        """Forward, backward and one optimizer step; returns (loss/token, grad norm, tokens)."""
+        tc = self.cfg.train
+        tokens = self.dist.sum(sum(b.tgt_tokens for b in batches))
+        total_loss = 0.0
+        for i, batch in enumerate(batches):
+            batch = batch.to(self.device)
+            sync = i == len(batches) - 1
+            with self.dist.no_sync(self.ddp) if not sync else nullcontext():
+                with autocast(self.device, self.dtype):
+                    logits = self.forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+                    loss = token_loss(logits, batch.tgt_out, tc.label_smoothing)
+                # DDP averages gradients over ranks; scale so the result is a per-token mean.
+                self.scaler.scale(loss * self.dist.world_size / tokens).backward()
+            total_loss += loss.item()
+        self.scaler.unscale_(self.optimizer)
+        max_norm = tc.clip_norm if tc.clip_norm > 0 else math.inf
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
+        applied = math.isfinite(grad_norm)
+        lr = learning_rate(self.progress.step + 1, tc, self.cfg.model.d_model)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        if applied or self.scaler.is_enabled():  # the fp16 scaler skips non-finite steps itself
+            self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        if applied:
+            self.progress.step += 1
+            self.progress.bad_steps = 0
+        else:
+            self.progress.bad_steps += 1
+            self.progress.skipped_steps += 1
+            if self.progress.bad_steps >= tc.max_bad_steps:
+                raise TrainingError(
+                    f"the gradient was not finite for {tc.max_bad_steps} updates in a row at update "
+                    f"{self.progress.step}; lower train.lr or use train.amp=bf16/off"
+                )
+        return total_loss / max(sum(b.tgt_tokens for b in batches), 1), grad_norm, tokens
+
+    # ---- the loop --------------------------------------------------------------------------
+    def epoch_updates(self) -> Iterator[list[Batch]]:
+        """The remaining updates of the current epoch, from the saved position."""
+        self.sampler.set_epoch(self.progress.epoch)
+        self.sampler.start_at(self.progress.batch_in_epoch)
+        group: list[Batch] = []
+        for indices in self.sampler:
+            group.append(collate([self.data.train_src[i] for i in indices], [self.data.train_tgt[i] for i in indices]))
+            if len(group) == self.cfg.train.accum_steps:
+                yield group
+                group = []
+        if group:
+            yield group
+
+    def should_stop(self, elapsed: float) -> str | None:
+        tc, p = self.cfg.train, self.progress
+        reasons = [
+            (self.stop_signal is not None, f"received {self.stop_signal}"),
+            (tc.max_steps > 0 and p.step >= tc.max_steps, f"reached train.max_steps={tc.max_steps}"),
+            (tc.max_minutes > 0 and elapsed >= tc.max_minutes * 60, f"reached train.max_minutes={tc.max_minutes:g}"),
+            (tc.patience > 0 and p.stale_validations >= tc.patience, f"no better validation for train.patience={tc.patience}"),
+        ]
+        local = next((why for hit, why in reasons if hit), None)
+        return self.dist.agree(local)
+
+    def fit(self) -> Progress:
+        tc, p = self.cfg.train, self.progress
+        n_params = count_parameters(self.model)
+        self.log(
+            f"model: {n_params / 1e6:.2f}M parameters | device {self.device} | "
+            f"precision {self.dtype or torch.float32} | {len(self.sampler)} batches per epoch"
+            + (f" per rank ({self.dist.world_size} ranks)" if self.dist.world_size > 1 else "")
+        )
+        started = time.perf_counter() - p.elapsed
+        stop: str | None = None
+        while stop is None and p.epoch < tc.max_epochs:
+            bar = self.progress_bar()
+            window_tokens, window_start = 0, time.perf_counter()
+            for batches in self.epoch_updates():
+                loss, grad_norm, _ = self.update(batches)
+                p.batch_in_epoch += len(batches)
+                p.elapsed = time.perf_counter() - started
+                real = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
+                window_tokens += real
+                rate = window_tokens / max(time.perf_counter() - window_start, 1e-9)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{learning_rate(p.step, tc, self.cfg.model.d_model):.2e}", tok_s=f"{rate:.0f}")
+                if p.step % tc.log_every_steps == 0:
+                    self.metrics.write("train", step=p.step, epoch=p.epoch + 1, loss=loss, grad_norm=grad_norm,
+                                       lr=learning_rate(p.step, tc, self.cfg.model.d_model), tokens_per_s=rate, elapsed=p.elapsed)
+                    window_tokens, window_start = 0, time.perf_counter()
+                if p.step % tc.save_every_steps == 0:
+                    self.save_last()
+                if tc.validate_every_steps and p.step % tc.validate_every_steps == 0:
+                    self.validate()
+                stop = self.should_stop(time.perf_counter() - started)
+                if stop:
+                    break
+            bar.close()
+            if stop is None:
+                p.epoch += 1
+                p.batch_in_epoch = 0
+                if not tc.validate_every_steps:
+                    self.validate()
+                self.log_epoch(rate)
+                stop = self.should_stop(time.perf_counter() - started)
+            p.elapsed = time.perf_counter() - started
+        if self.stop_signal is not None:
+            self.save_last()
+            raise Interrupted(
+                f"training interrupted at update {p.step} ({self.stop_signal}); last.pt saved. Resume with: "
+                f"mt train --run-dir {self.run.root} --resume"
+            )
+        if p.last_validated_step != p.step:
+            self.validate()
+        self.save_last()
+        self.log(f"training stopped: {stop or f'reached train.max_epochs={tc.max_epochs}'}")
+        return p
+
+    def validate(self) -> None:
+        p = self.progress
+        if self.dist.is_main:
+            result = self.validator.validate(self.model, p.step)
+            improved = result.metric > p.best_metric
+            if improved:
+                p.best_metric, p.best_step = result.metric, p.step
+            p.stale_validations = 0 if improved else p.stale_validations + 1
+            self.metrics.write("val", step=p.step, epoch=p.epoch, elapsed=p.elapsed, best=improved, **result.as_dict())
+            self.validator.keep(self.model, p.step, improved)
+        p.last_validated_step = p.step
+        self.dist.barrier()
+        self.save_last()
+
+    def log_epoch(self, rate: float) -> None:
+        last = self.validator.last_result
+        summary = f" | val loss {last.loss:.3f} bleu {last.bleu:.2f}" if last else ""
+        self.log(f"epoch {self.progress.epoch} | update {self.progress.step} | {rate:.0f} tok/s"
+                 f" | {self.progress.elapsed / 60:.1f} min{summary}")
+
+    def progress_bar(self):
+        from tqdm import tqdm
+
+        quiet = not (self.dist.is_main and sys.stderr.isatty())
+        return tqdm(total=len(self.sampler), initial=self.progress.batch_in_epoch, desc=f"epoch {self.progress.epoch + 1}",
+                    disable=quiet, unit="upd", leave=False, dynamic_ncols=True)
+
+    def install_signal_handlers(self) -> dict:
+        def request_stop(signum: int, frame: object) -> None:
+            self.stop_signal = signal.Signals(signum).name
+            signal.signal(signum, previous[signum])  # a second Ctrl-C is not polite any more
+
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s in previous:
+            signal.signal(s, request_stop)
+        return previous
+
+
+def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
+    """``mt train``: from a validated config to a trained, scored run directory."""
+    run = RunDir(Path(run_dir))
+    dist = Distributed.from_env()
+    try:
+        if resume and not run.last.exists():
+            raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
+        if dist.is_main:
+            run.root.mkdir(parents=True, exist_ok=True)
+            save_config(cfg, run.config)
+        torch.manual_seed(cfg.train.seed)
+        data = prepare_training_data(cfg, run, dist, log)
+        trainer = Trainer(cfg, run, data, dist, log if dist.is_main else (lambda message: None))
+        if resume:
+            trainer.resume()
+        previous = trainer.install_signal_handlers()
+        try:
+            progress = trainer.fit()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        if not dist.is_main:
+            return {}
+        return trainer.validator.finish(progress)
+    finally:
+        dist.close()

@@ -1,0 +1,138 @@
+"""A loaded run (config + tokenizers + weights) that turns source lines into target lines.
+
+Lines are sorted by length into token-budget batches (little padding, big batches), decoded,
+and put back in input order. An empty line gives an empty line; a line longer than the
+model's positions is cut, with one warning naming the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from mt_cli.checkpoint import RunDir, checkpoint_config, load_checkpoint
+from mt_cli.config import Config
+from mt_cli.data import pad_sources
+from mt_cli.decoding import Hypothesis, beam_search, cross_attention, greedy_search
+from mt_cli.device import amp_dtype, autocast, resolve_device
+from mt_cli.errors import CheckpointError
+from mt_cli.model import Transformer, build_model
+from mt_cli.tokenizer import EOS_ID, Tokenizer, load_tokenizers
+
+
+def resolve_checkpoint(run: RunDir, checkpoint: str | None) -> Path:
+    """``None`` means best.pt; a bare name like ``last`` or ``step0001000`` is looked up in the run."""
+    if checkpoint is None:
+        return run.best
+    path = Path(checkpoint)
+    if path.exists() or path.suffix == ".pt" and path.parent != Path("."):
+        return path
+    return run.checkpoints / (checkpoint if checkpoint.endswith(".pt") else f"{checkpoint}.pt")
+
+
+@dataclass
+class Translator:
+    model: Transformer
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+    config: Config
+    device: torch.device
+    dtype: torch.dtype | None  # autocast dtype; None = fp32
+
+    @classmethod
+    def from_run(
+        cls, run_dir: str | Path, checkpoint: str | None = None, device: str = "auto", amp: str = "auto"
+    ) -> Translator:
+        run = RunDir(Path(run_dir))
+        if not run.root.is_dir():
+            raise CheckpointError(
+                f"run directory {run.root} does not exist; train one with `mt train --config configs/multi30k.yaml`"
+            )
+        path = resolve_checkpoint(run, checkpoint)
+        payload = load_checkpoint(path)
+        config = checkpoint_config(payload, path)
+        src_tok, tgt_tok = load_tokenizers(run.root, config.data.src_lang, config.data.tgt_lang)
+        target = resolve_device(device)
+        model = build_model(config.model, src_tok.vocab_size, tgt_tok.vocab_size)
+        try:
+            model.load_state_dict(payload["model"])
+        except RuntimeError as err:
+            raise CheckpointError(
+                f"{path} does not match the tokenizers in {run.root} (vocabularies "
+                f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
+            ) from None
+        model.to(target).eval()
+        return cls(model, src_tok, tgt_tok, config, target, amp_dtype(target, amp))
+
+    def encode_sources(self, lines: Sequence[str], warn: Callable[[str], None]) -> list[list[int]]:
+        """Source ids with EOS, cut to the model's positions (with one warning per cut line)."""
+        limit = self.model.max_positions - 1
+        encoded = self.src_tok.encode([line.strip() for line in lines])
+        for number, ids in enumerate(encoded, start=1):
+            if len(ids) > limit:
+                warn(f"line {number}: {len(ids)} source pieces exceed the model's limit of {limit}; the rest is dropped")
+                del ids[limit:]
+        return [ids + [EOS_ID] for ids in encoded]
+
+    def batches(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
+        """Indices of non-empty sources, sorted by length, grouped under the token budget."""
+        order = sorted((i for i, ids in enumerate(sources) if len(ids) > 1), key=lambda i: len(sources[i]))
+        budget = self.config.decode.max_tokens
+        groups: list[list[int]] = []
+        for index in order:
+            longest = len(sources[index])  # sorted ascending: the newcomer is the longest
+            if groups and (len(groups[-1]) + 1) * longest * beam_size <= budget:
+                groups[-1].append(index)
+            else:
+                groups.append([index])
+        return groups
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        beam_size: int | None = None,
+        n_best: int = 1,
+        warn: Callable[[str], None] = lambda message: None,
+    ) -> list[list[Hypothesis]]:
+        """The ``n_best`` hypotheses per line (token ids), in input order."""
+        beam = self.config.decode.beam_size if beam_size is None else beam_size
+        sources = self.encode_sources(lines, warn)
+        results: list[list[Hypothesis]] = [[Hypothesis([], 0.0)] for _ in sources]
+        dec = self.config.decode
+        for group in self.batches(sources, beam):
+            src, src_mask = pad_sources([sources[i] for i in group])
+            src, src_mask = src.to(self.device), src_mask.to(self.device)
+            with autocast(self.device, self.dtype):
+                if beam == 1 and n_best == 1:
+                    outputs = greedy_search(self.model, src, src_mask, dec.max_len_a, dec.max_len_b)
+                    found = [[Hypothesis(ids, 0.0)] for ids in outputs]
+                else:
+                    found = beam_search(
+                        self.model, src, src_mask, beam, dec.length_penalty, dec.max_len_a, dec.max_len_b, n_best
+                    )
+            for index, hyps in zip(group, found):
+                results[index] = hyps
+        return results
+
+    def translate_text(
+        self,
+        lines: Sequence[str],
+        beam_size: int | None = None,
+        warn: Callable[[str], None] = lambda message: None,
+    ) -> list[str]:
+        """One detokenized line per input line, in order."""
+        hyps = self.translate(lines, beam_size=beam_size, warn=warn)
+        return self.tgt_tok.decode([h[0].tokens for h in hyps])
+
+    def attention(self, line: str, tokens: list[int]) -> tuple[list[str], list[str], torch.Tensor]:
+        """Source pieces, target pieces and the (T, S) cross-attention for one translated line."""
+        source = self.encode_sources([line], warn=lambda message: None)[0]
+        src, src_mask = pad_sources([source])
+        with autocast(self.device, self.dtype):
+            weights = cross_attention(self.model, src.to(self.device), src_mask.to(self.device), tokens)
+        src_pieces = self.src_tok.pieces(line.strip())[: len(source) - 1] + ["</s>"]
+        tgt_pieces = [self.tgt_tok.sp.id_to_piece(i) for i in tokens] + ["</s>"]
+        return src_pieces, tgt_pieces, weights.cpu()

@@ -1,0 +1,51 @@
+"""Shared fixtures: the Multi30k copy named by MT_DATA_DIR and small tokenizers trained on it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mt_cli.config import TokenizerConfig
+from mt_cli.data import read_lines
+from mt_cli.tokenizer import Tokenizer, train_tokenizer
+
+SMALL_VOCAB = 500
+SMALL_PAIRS = 3000
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    value = os.environ.get("MT_DATA_DIR")
+    if not value:
+        pytest.skip("MT_DATA_DIR is not set; point it at the raw Multi30k files to run corpus tests")
+    path = Path(value)
+    if not path.is_dir():
+        pytest.skip(f"MT_DATA_DIR={value} is not a directory")
+    return path
+
+
+def _raw(data_dir: Path, stem: str, lang: str) -> Path:
+    gz = data_dir / f"{stem}.{lang}.gz"
+    return gz if gz.exists() else data_dir / f"{stem}.{lang}"
+
+
+@pytest.fixture(scope="session")
+def train_pairs(data_dir: Path) -> tuple[list[str], list[str]]:
+    """The full Multi30k training split, German and English."""
+    return read_lines(_raw(data_dir, "train", "de")), read_lines(_raw(data_dir, "train", "en"))
+
+
+@pytest.fixture(scope="session")
+def small_tokenizers(
+    train_pairs: tuple[list[str], list[str]], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Tokenizer, Tokenizer]:
+    """(de, en) BPE models with 500 pieces, trained on the first 3000 training pairs."""
+    run_dir = tmp_path_factory.mktemp("spm")
+    cfg = TokenizerConfig(src_vocab_size=SMALL_VOCAB, tgt_vocab_size=SMALL_VOCAB)
+    de, en = train_pairs
+    return (
+        train_tokenizer(de[:SMALL_PAIRS], "de", SMALL_VOCAB, cfg, run_dir),
+        train_tokenizer(en[:SMALL_PAIRS], "en", SMALL_VOCAB, cfg, run_dir),
+    )

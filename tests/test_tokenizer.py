@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mt_cli.config import Config, DataConfig, TokenizerConfig
+from mt_cli.errors import CheckpointError
+from mt_cli.tokenizer import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    Tokenizer,
+    load_tokenizers,
+    prepare_tokenizers,
+    tokenizer_path,
+    tokenizer_stats,
+    train_tokenizer,
+)
+
+# A synthetic corpus, so these tests run without the Multi30k copy.
+_SUBJECTS = ["Ein Hund", "Eine Frau", "Zwei Kinder", "Der Mann", "Eine Gruppe von Leuten"]
+_VERBS = ["läuft", "spielt", "sitzt", "steht", "wartet"]
+_PLACES = ["im Park.", "am Strand.", "auf der Straße.", "vor einem Gebäude.", "neben dem Wasser."]
+TEXTS = [" ".join(words) for words in itertools.product(_SUBJECTS, _VERBS, _PLACES)]
+EN_TEXTS = [t.replace("Ein", "A").replace("im", "in the") for t in TEXTS]
+VOCAB = 80
+
+
+def _cfg(vocab: int = VOCAB, **tok: object) -> Config:
+    return Config(
+        data=DataConfig(src_lang="de", tgt_lang="en"),
+        tokenizer=TokenizerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **tok),
+    )
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Tokenizer:
+    return train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path)
+
+
+def test_special_ids_and_no_bos_eos_in_encode(tiny: Tokenizer) -> None:
+    sp = tiny.sp
+    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, UNK_ID, BOS_ID, EOS_ID) == (0, 1, 2, 3)
+    assert [sp.id_to_piece(i) for i in range(4)] == ["<pad>", "<unk>", "<s>", "</s>"]
+    assert tiny.vocab_size == VOCAB
+    (ids,) = tiny.encode(["Ein Hund läuft im Park."])
+    assert ids and not set(ids) & {PAD_ID, UNK_ID, BOS_ID, EOS_ID}
+
+
+def test_decode_stops_at_eos_and_ignores_pad_bos(tiny: Tokenizer) -> None:
+    (ids,) = tiny.encode(["Ein Hund läuft."])
+    other = tiny.encode(["Der Mann"])[0]
+    assert tiny.decode([[BOS_ID, *ids, EOS_ID, *other, PAD_ID], [*ids, PAD_ID, PAD_ID]]) == ["Ein Hund läuft."] * 2
+    assert tiny.decode([[EOS_ID, *ids], []]) == ["", ""]
+
+
+def test_unknown_characters_map_to_unk(tiny: Tokenizer) -> None:
+    (ids,) = tiny.encode(["Ein Hund 🐕 läuft ж."])
+    assert ids.count(UNK_ID) >= 2
+    assert "⁇" in tiny.decode([ids])[0]
+    assert tokenizer_stats(tiny, ["🐕"])["coverage"] < 1.0
+
+
+def test_pieces_are_surface_strings(tiny: Tokenizer) -> None:
+    pieces = tiny.pieces("Ein Hund läuft.")
+    assert "".join(pieces).replace("▁", " ").strip() == "Ein Hund läuft."
+    assert len(pieces) == len(tiny.encode(["Ein Hund läuft."])[0])
+
+
+def test_training_is_deterministic_and_atomic(tmp_path: Path) -> None:
+    a = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "a")
+    b = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "b")
+    assert tokenizer_path(tmp_path / "a", "de").read_bytes() == tokenizer_path(tmp_path / "b", "de").read_bytes()
+    assert a.encode(TEXTS) == b.encode(TEXTS)
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["spm.de.json", "spm.de.model"]
+
+
+def test_small_corpus_gets_smaller_vocab_instead_of_failing(tmp_path: Path) -> None:
+    tok = train_tokenizer(TEXTS[:5], "de", 5000, TokenizerConfig(), tmp_path)
+    assert 4 < tok.vocab_size < 5000
+
+
+def test_prepare_reuses_then_retrains_when_config_or_text_changes(tmp_path: Path) -> None:
+    logs: list[str] = []
+    src, tgt = prepare_tokenizers(_cfg(), tmp_path, TEXTS, EN_TEXTS, log=logs.append)
+    assert (src.lang, tgt.lang) == ("de", "en")
+    assert all("training" in line for line in logs) and len(logs) == 2
+    model = tokenizer_path(tmp_path, "de")
+    before = model.stat().st_mtime_ns
+
+    logs.clear()
+    again, _ = prepare_tokenizers(_cfg(), tmp_path, TEXTS, EN_TEXTS, log=logs.append)
+    assert all("reusing" in line for line in logs) and len(logs) == 2
+    assert model.stat().st_mtime_ns == before
+    assert again.encode(TEXTS) == src.encode(TEXTS)
+
+    logs.clear()
+    smaller, _ = prepare_tokenizers(_cfg(vocab=60), tmp_path, TEXTS, EN_TEXTS, log=logs.append)
+    assert smaller.vocab_size == 60
+    assert any("training" in line and "vocab_size 80 -> 60" in line for line in logs)
+
+    logs.clear()
+    prepare_tokenizers(_cfg(vocab=60, model_type="unigram"), tmp_path, TEXTS, EN_TEXTS, log=logs.append)
+    assert any("model_type bpe -> unigram" in line for line in logs)
+
+    logs.clear()
+    prepare_tokenizers(_cfg(vocab=60, model_type="unigram"), tmp_path, TEXTS[:-5], EN_TEXTS, log=logs.append)
+    assert "training text changed" in logs[0] and "tokenizer en: reusing" in logs[-1]
+
+
+def test_prepare_retrains_when_settings_record_is_missing(tmp_path: Path) -> None:
+    prepare_tokenizers(_cfg(), tmp_path, TEXTS, EN_TEXTS, log=lambda _: None)
+    (tmp_path / "spm.en.json").unlink()
+    logs: list[str] = []
+    prepare_tokenizers(_cfg(), tmp_path, TEXTS, EN_TEXTS, log=logs.append)
+    assert "reusing" in logs[0] and "spm.en.json" in logs[1]
+
+
+def test_load_tokenizers_missing_and_corrupt(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match=r"spm\.de\.model.*mt (prepare|train)"):
+        load_tokenizers(tmp_path, "de", "en")
+    train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path)
+    with pytest.raises(CheckpointError, match=r"spm\.en\.model"):
+        load_tokenizers(tmp_path, "de", "en")
+    tokenizer_path(tmp_path, "en").write_bytes(b"not a model")
+    with pytest.raises(CheckpointError, match="corrupt") as err:
+        load_tokenizers(tmp_path, "de", "en")
+    assert "\n" not in str(err.value)
+    src, _ = load_tokenizers(tmp_path, "de", "de")
+    assert src.vocab_size == VOCAB
+
+
+def test_stats(tiny: Tokenizer) -> None:
+    stats = tokenizer_stats(tiny, TEXTS)
+    assert stats["vocab_size"] == VOCAB and stats["sentences"] == len(TEXTS)
+    assert stats["coverage"] == 1.0 and stats["unk"] == 0
+    assert stats["pieces_per_sentence"] == pytest.approx(sum(map(len, tiny.encode(TEXTS))) / len(TEXTS))
+
+
+def test_round_trip_on_multi30k(small_tokenizers: tuple[Tokenizer, Tokenizer], data_dir: Path) -> None:
+    from mt_cli.data import load_corpus
+
+    val = load_corpus(DataConfig(dir=str(data_dir)), ["val"])["val"]
+    for tok, column in zip(small_tokenizers, ("src", "tgt"), strict=True):
+        lines = val[column][:300]
+        # SentencePiece normalises runs of spaces, so only whitespace-normal lines round-trip exactly.
+        lines = [x for x in lines if x == " ".join(x.split())]
+        assert len(lines) > 250
+        ids = tok.encode(lines)
+        assert sum(i.count(UNK_ID) for i in ids) < 5
+        assert tok.decode(ids) == lines
+
+
+def test_import_is_light() -> None:
+    code = "import sys, mt_cli.tokenizer; assert not {'datasets', 'torch'} & set(sys.modules), sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True)
