@@ -192,6 +192,8 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         return _coerce(value, inner[0], key)
     if origin is Literal:
+        if isinstance(value, bool):  # YAML 1.1 reads a bare off/on as a boolean
+            value = "on" if value else "off"
         if value not in args:
             raise ConfigError(f"{key}={value!r} is not valid; choose one of {', '.join(map(str, args))}")
         return value
@@ -204,6 +206,11 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
             raise ConfigError(f"{key}={value!r} must be an integer")
         return value
     if hint is float:
+        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}={value!r} must be a number")
         return float(value)

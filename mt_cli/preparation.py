@@ -34,7 +34,7 @@ class TrainingData:
 
     @property
     def train_tgt_lengths(self) -> list[int]:
-        return [len(ids) for ids in self.train_tgt]
+        return [len(ids) - 1 for ids in self.train_tgt]  # the width collate gives tgt_in/tgt_out
 
 
 def tokenizers_for(
@@ -53,6 +53,9 @@ def tokenizers_for(
 def prepare_training_data(
     cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None]
 ) -> TrainingData:
+    import datasets
+
+    datasets.disable_progress_bars()  # our own log says what is being prepared
     splits = ["train", "val", cfg.data.test_split]
     corpus = load_corpus(cfg.data, splits)
     log(" | ".join(f"{name}: {len(corpus[name]):,} pairs" for name in splits))

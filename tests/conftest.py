@@ -49,3 +49,47 @@ def small_tokenizers(
         train_tokenizer(de[:SMALL_PAIRS], "de", SMALL_VOCAB, cfg, run_dir),
         train_tokenizer(en[:SMALL_PAIRS], "en", SMALL_VOCAB, cfg, run_dir),
     )
+
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+# Small, deterministic, quick: fp32, no BLEU during validation, no test scoring at the end.
+FAST_TRAINING = [
+    "data.train_limit=800",
+    "train.amp=off",
+    "train.val_bleu=false",
+    "train.test_at_end=false",
+    "train.max_tokens=1024",
+    "train.log_every_steps=1",
+    "train.save_every_steps=1000",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_config_path() -> Path:
+    return CONFIGS / "tiny.yaml"
+
+
+@pytest.fixture(scope="session")
+def tiny_data(data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Encoded tiny training data (tokenizers trained once per session)."""
+    from mt_cli.checkpoint import RunDir
+    from mt_cli.config import load_config
+    from mt_cli.distributed import Distributed
+    from mt_cli.preparation import prepare_training_data
+
+    cfg = load_config(CONFIGS / "tiny.yaml", FAST_TRAINING)
+    run = RunDir(tmp_path_factory.mktemp("tiny-data"))
+    return prepare_training_data(cfg, run, Distributed(), log=lambda message: None)
+
+
+@pytest.fixture(scope="session")
+def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run directory trained by `mt train` on the tiny recipe: tokenizers, checkpoints, scores."""
+    from mt_cli.config import load_config
+    from mt_cli.training import train
+
+    run_dir = tmp_path_factory.mktemp("trained") / "run"
+    overrides = ["data.train_limit=2000", "train.max_epochs=3", "train.test_at_end=false", f"run_dir={run_dir}"]
+    cfg = load_config(CONFIGS / "tiny.yaml", overrides)
+    train(cfg, run_dir, resume=False, log=lambda message: None)
+    return run_dir

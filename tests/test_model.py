@@ -149,6 +149,22 @@ def test_step_under_bf16_autocast() -> None:
     assert logits.dtype == torch.float32 and torch.isfinite(logits).all() and torch.isfinite(weights).all()
 
 
+def test_bf16_autocast_training_step_matches_fp32() -> None:
+    model = tiny(norm_first=True)
+    src, tgt = random_batch(3, 6, 7, src_lengths=[6, 4, 2])
+
+    def loss() -> torch.Tensor:
+        logits = logits_of(model, src, tgt[:, :-1])
+        return F.cross_entropy(logits.float().reshape(-1, 40), tgt[:, 1:].reshape(-1))
+
+    reference = loss()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = loss()
+    low.backward()
+    assert abs(low.item() - reference.item()) < 0.05
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
 def test_output_projection_is_tied_and_gets_both_gradients() -> None:
     tied = tiny(tgt_vocab=40)
     assert tied.output.weight is tied.tgt_embed.weight

@@ -1,0 +1,133 @@
+"""Greedy and beam search: cached equals uncached, beam 1 equals greedy, scores are what they claim."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mt_cli.config import ModelConfig
+from mt_cli.data import collate, pad_sources
+from mt_cli.decoding import beam_search, cross_attention, greedy_search, length_penalty, max_output_lengths
+from mt_cli.model import Transformer, build_model
+from mt_cli.tokenizer import BOS_ID, EOS_ID
+
+VOCAB = 40
+
+
+def random_model(seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    cfg = ModelConfig(d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=64)
+    return build_model(cfg, VOCAB, VOCAB).eval()
+
+
+def random_sources(n: int, seed: int = 1) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 12, (n,), generator=g).tolist()
+    return [torch.randint(4, VOCAB, (length,), generator=g).tolist() + [EOS_ID] for length in lengths]
+
+
+def naive_greedy(model: Transformer, source: list[int], limit: int) -> list[int]:
+    """The textbook loop: re-run the whole decoder on the prefix at every step, no cache."""
+    src, src_mask = pad_sources([source])
+    memory = model.encode(src, src_mask)
+    prefix = [BOS_ID]
+    for _ in range(limit):
+        batch = collate([source], [prefix + [EOS_ID]])
+        logits = model.decode(batch.tgt_in, memory, src_mask, batch.tgt_mask)  # (1, T, V)
+        token = int(logits[0, -1].float().log_softmax(-1).argmax())
+        if token == EOS_ID or len(prefix) == limit:
+            break
+        prefix.append(token)
+    return prefix[1:]
+
+
+@torch.no_grad()
+def sequence_log_prob(model: Transformer, source: list[int], tokens: list[int]) -> float:
+    batch = collate([source], [[BOS_ID, *tokens, EOS_ID]])
+    logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask).float().log_softmax(-1)  # (1, T, V)
+    return float(logits[0].gather(1, batch.tgt_out[0, :, None]).sum())
+
+
+def test_cached_greedy_equals_uncached() -> None:
+    model = random_model()
+    sources = random_sources(12)
+    src, src_mask = pad_sources(sources)
+    limits = max_output_lengths(model, src_mask, 1.2, 5).tolist()
+    cached = greedy_search(model, src, src_mask, 1.2, 5)
+    with torch.no_grad():
+        naive = [naive_greedy(model, s, limit) for s, limit in zip(sources, limits)]
+    assert cached == naive
+    assert any(len(c) > 0 for c in cached)
+
+
+def test_batching_does_not_change_greedy_output() -> None:
+    model = random_model()
+    sources = random_sources(10)
+    src, src_mask = pad_sources(sources)
+    together = greedy_search(model, src, src_mask, 1.0, 6)
+    alone = [greedy_search(model, *pad_sources([s]), 1.0, 6)[0] for s in sources]
+    assert together == alone
+
+
+def test_output_length_limit() -> None:
+    model = random_model()
+    sources = random_sources(8)
+    src, src_mask = pad_sources(sources)
+    for hyp, source in zip(greedy_search(model, src, src_mask, 0.0, 3), sources):
+        assert len(hyp) <= 2  # 3 positions, the last one forced to EOS
+    for hyps in beam_search(model, src, src_mask, 3, 1.0, 0.0, 3, n_best=3):
+        assert all(len(h.tokens) <= 2 for h in hyps)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beam_one_equals_greedy(seed: int) -> None:
+    model = random_model(seed)
+    sources = random_sources(16, seed=seed + 10)
+    src, src_mask = pad_sources(sources)
+    greedy = greedy_search(model, src, src_mask, 1.5, 8)
+    beam = beam_search(model, src, src_mask, 1, 0.0, 1.5, 8)
+    assert [h[0].tokens for h in beam] == greedy
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_scores_are_ordered_and_length_normalised(alpha: float) -> None:
+    model = random_model(3)
+    sources = random_sources(6, seed=4)
+    src, src_mask = pad_sources(sources)
+    results = beam_search(model, src, src_mask, 4, alpha, 1.5, 8, n_best=4)
+    for source, hyps in zip(sources, results):
+        assert len(hyps) == 4
+        scores = [h.score for h in hyps]
+        assert scores == sorted(scores, reverse=True)
+        for hyp in hyps:  # the score is the model's log-probability over the GNMT penalty
+            expected = sequence_log_prob(model, source, hyp.tokens) / length_penalty(len(hyp.tokens) + 1, alpha)
+            assert hyp.score == pytest.approx(expected, abs=1e-4)
+
+
+def test_beam_finds_at_least_the_greedy_score() -> None:
+    model = random_model(5)
+    sources = random_sources(10, seed=6)
+    src, src_mask = pad_sources(sources)
+    greedy = greedy_search(model, src, src_mask, 1.5, 8)
+    beam = beam_search(model, src, src_mask, 5, 0.0, 1.5, 8)
+    for source, g, b in zip(sources, greedy, beam):
+        assert b[0].score >= sequence_log_prob(model, source, g) - 1e-4
+
+
+def test_length_penalty_prefers_longer_outputs() -> None:
+    model = random_model(7)
+    sources = random_sources(20, seed=8)
+    src, src_mask = pad_sources(sources)
+    short = beam_search(model, src, src_mask, 5, 0.0, 1.5, 8)
+    long = beam_search(model, src, src_mask, 5, 2.0, 1.5, 8)
+    assert sum(len(h[0].tokens) for h in long) >= sum(len(h[0].tokens) for h in short)
+    assert length_penalty(10, 0.0) == 1.0 and length_penalty(1, 1.0) == 1.0
+
+
+def test_cross_attention_rows_are_distributions() -> None:
+    model = random_model()
+    source = random_sources(1)[0]
+    src, src_mask = pad_sources([source])
+    weights = cross_attention(model, src, src_mask, [5, 6, 7])
+    assert weights.shape == (4, len(source))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(4))

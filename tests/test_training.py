@@ -1,0 +1,199 @@
+"""The training loop: learning, determinism, exact resume, safe checkpoints, signals, DDP."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import FAST_TRAINING
+
+from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
+from mt_cli.config import load_config
+from mt_cli.data import collate
+from mt_cli.distributed import Distributed
+from mt_cli.errors import CheckpointError
+from mt_cli.optim import learning_rate
+from mt_cli.training import Trainer, TrainingError, token_loss
+
+
+def make_trainer(tiny_config_path: Path, tiny_data, run_dir: Path, *overrides: str) -> Trainer:
+    cfg = load_config(tiny_config_path, [*FAST_TRAINING, *overrides])
+    run = RunDir(run_dir)
+    run.root.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.train.seed)
+    return Trainer(cfg, run, tiny_data, Distributed(), log=lambda message: None)
+
+
+def train_losses(run_dir: Path) -> list[float]:
+    import json
+
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line)["loss"] for line in lines if '"train"' in line]
+
+
+def test_loss_decreases(tiny_config_path, tiny_data, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_steps=40")
+    trainer.fit()
+    losses = train_losses(tmp_path)
+    assert len(losses) == 40
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
+
+
+def test_same_seed_same_curve(tiny_config_path, tiny_data, tmp_path) -> None:
+    for name in ("a", "b"):
+        make_trainer(tiny_config_path, tiny_data, tmp_path / name, "train.max_steps=8").fit()
+    assert train_losses(tmp_path / "a") == train_losses(tmp_path / "b")
+    make_trainer(tiny_config_path, tiny_data, tmp_path / "c", "train.max_steps=8", "train.seed=2").fit()
+    assert train_losses(tmp_path / "c") != train_losses(tmp_path / "a")
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_resume_is_exact(tiny_config_path, tiny_data, tmp_path, accum: int) -> None:
+    n = 6
+    extra = [f"train.accum_steps={accum}", "train.validate_every_steps=4"]
+    make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={n}", *extra).fit()
+    resumed = make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={2 * n}", *extra)
+    resumed.resume()
+    assert resumed.progress.step == n
+    resumed.fit()
+    whole = make_trainer(tiny_config_path, tiny_data, tmp_path / "whole", f"train.max_steps={2 * n}", *extra)
+    whole.fit()
+    assert resumed.progress.step == whole.progress.step == 2 * n
+    for (name, a), b in zip(resumed.model.state_dict().items(), whole.model.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=name)
+
+
+def test_resume_across_an_epoch_boundary(tiny_config_path, tiny_data, tmp_path) -> None:
+    probe = make_trainer(tiny_config_path, tiny_data, tmp_path / "probe")
+    per_epoch = len(probe.sampler)
+    stop, total = per_epoch - 2, per_epoch + 3
+    make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={stop}").fit()
+    resumed = make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={total}")
+    resumed.resume()
+    resumed.fit()
+    whole = make_trainer(tiny_config_path, tiny_data, tmp_path / "whole", f"train.max_steps={total}")
+    whole.fit()
+    assert resumed.progress.epoch == whole.progress.epoch == 1
+    for a, b in zip(resumed.model.parameters(), whole.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+def test_truncated_checkpoint_is_reported(tiny_config_path, tiny_data, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_steps=2")
+    trainer.fit()
+    data = trainer.run.last.read_bytes()
+    trainer.run.last.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="damaged or truncated"):
+        load_checkpoint(trainer.run.last)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "nothing.pt")
+
+
+def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "last.pt"
+    save_checkpoint({"model": {"w": torch.ones(3)}, "config": {}}, path)
+
+    def dies_halfway(obj, handle):
+        handle.write(b"PK\x03\x04 half a zip")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", dies_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint({"model": {"w": torch.zeros(3)}, "config": {}}, path)
+    torch.testing.assert_close(load_checkpoint(path)["model"]["w"], torch.ones(3))
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary left behind
+
+
+def test_non_finite_loss_is_never_applied(tiny_config_path, tiny_data, tmp_path, monkeypatch) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_bad_steps=3")
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    monkeypatch.setattr("mt_cli.training.token_loss", lambda logits, target, smoothing: logits.sum() * math.nan)
+    with pytest.raises(TrainingError, match="not finite for 3 updates in a row"):
+        trainer.fit()
+    assert trainer.progress.step == 0 and trainer.progress.skipped_steps == 3
+    for a, b in zip(before, trainer.model.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_padding_and_smoothing_do_not_count_as_tokens() -> None:
+    batch = collate([[5, 6, 3], [7, 3]], [[2, 8, 9, 10, 3], [2, 11, 3]])
+    assert batch.tgt_tokens == 4 + 2  # tgt_out real tokens only
+    logits = torch.randn(2, batch.tgt_out.size(1), 20)
+    summed = token_loss(logits, batch.tgt_out, 0.0)
+    by_hand = sum(
+        -logits[b, t].log_softmax(-1)[batch.tgt_out[b, t]]
+        for b in range(2) for t in range(batch.tgt_out.size(1)) if batch.tgt_out[b, t] != 0
+    )
+    torch.testing.assert_close(summed, by_hand)
+    smoothed = token_loss(logits, batch.tgt_out, 0.1)
+    assert smoothed > 0 and not torch.isclose(smoothed, summed)
+
+
+def test_validation_loss_is_unsmoothed_nll(tiny_config_path, tiny_data, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path)
+    model = trainer.model.eval()
+    v = trainer.validator
+    total = tokens = 0.0
+    with torch.no_grad():
+        for src, tgt in zip(v.val_src, v.val_tgt):
+            batch = collate([src], [tgt])
+            total += float(token_loss(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask), batch.tgt_out, 0.0))
+            tokens += batch.tgt_tokens
+    assert v.loss(model) == pytest.approx(total / tokens, rel=1e-4)
+
+
+def test_learning_rate_schedules() -> None:
+    cfg = load_config(Path(__file__).parent.parent / "configs" / "tiny.yaml", ["train.warmup_steps=100", "train.lr=1e-3"]).train
+    assert learning_rate(50, cfg, 64) == pytest.approx(5e-4)
+    assert learning_rate(100, cfg, 64) == pytest.approx(1e-3)
+    assert learning_rate(400, cfg, 64) == pytest.approx(5e-4)  # 1/sqrt decay
+    noam = load_config(Path(__file__).parent.parent / "configs" / "tiny.yaml", ["train.schedule=noam", "train.warmup_steps=100", "train.lr=2"]).train
+    assert learning_rate(100, noam, 64) == pytest.approx(2 * 64**-0.5 * 100**-0.5)
+
+
+def run_mt(*args: str, env: dict | None = None, timeout: int = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mt_cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
+    result = run_mt("train", "--config", "configs/tiny.yaml", "--run-dir", str(tmp_path / "run"), "--set", "train.lrr=1")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "did you mean train.lr" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir) -> None:
+    run_dir = tmp_path / "run"
+    args = ["train", "--config", "configs/tiny.yaml", "--run-dir", str(run_dir),
+            "--set", "train.save_every_steps=100000", "--set", "train.log_every_steps=1", "--set", "train.max_epochs=50"]
+    proc = subprocess.Popen([sys.executable, "-m", "mt_cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and not (run_dir / "metrics.jsonl").exists():
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "--resume" in err
+    payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert payload["progress"]["step"] > 0 and payload["progress"]["batch_in_epoch"] > 0
+
+
+def test_two_process_gloo_ddp_trains(tmp_path, data_dir) -> None:
+    run_dir = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533", "-m", "mt_cli",
+           "train", "--config", "configs/tiny.yaml", "--run-dir", str(run_dir),
+           *[arg for o in [*FAST_TRAINING, "train.max_steps=6"] for arg in ("--set", o)]]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert payload["progress"]["step"] == 6
+    assert (run_dir / "checkpoints" / "best.pt").exists()
