@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -32,14 +32,14 @@ F = TypeVar("F", bound=Callable)
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="YAML recipe.")]
 SetOption = Annotated[
-    Optional[list[str]], typer.Option("--set", "-s", help="Override a config key: section.key=value (repeatable).")
+    list[str] | None, typer.Option("--set", "-s", help="Override a config key: section.key=value (repeatable).")
 ]
 RunOption = Annotated[Path, typer.Option("--run", "-r", help="Run directory of a trained model.")]
 CheckpointOption = Annotated[
-    Optional[str], typer.Option("--checkpoint", help="Checkpoint file or name in the run (default: best.pt).")
+    str | None, typer.Option("--checkpoint", help="Checkpoint file or name in the run (default: best.pt).")
 ]
 DeviceOption = Annotated[str, typer.Option("--device", help="auto | cpu | cuda.")]
-BeamOption = Annotated[Optional[int], typer.Option("--beam", "-b", min=1, help="Beam size (1 = greedy; default: the recipe's).")]
+BeamOption = Annotated[int | None, typer.Option("--beam", "-b", min=1, help="Beam size (1 = greedy; default: the recipe's).")]
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -67,7 +67,7 @@ def warn(message: str) -> None:
 @app.command()
 @user_errors
 def prepare(config: ConfigOption = DEFAULT_CONFIG, overrides: SetOption = None,
-            run_dir: Annotated[Optional[Path], typer.Option(help="Run directory (default: the config's run_dir).")] = None) -> None:
+            run_dir: Annotated[Path | None, typer.Option(help="Run directory (default: the config's run_dir).")] = None) -> None:
     """Load the corpus and train (or reuse) both tokenizers; report sizes and coverage."""
     from mt_cli.preparation import describe_preparation
 
@@ -81,7 +81,7 @@ def prepare(config: ConfigOption = DEFAULT_CONFIG, overrides: SetOption = None,
 def train(
     config: ConfigOption = DEFAULT_CONFIG,
     overrides: SetOption = None,
-    run_dir: Annotated[Optional[Path], typer.Option(help="Run directory (default: the config's run_dir).")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Run directory (default: the config's run_dir).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue from the run's last.pt, with the run's saved config.")] = False,
 ) -> None:
     """Train a model: tokenizers, training with validation, checkpoints, then test scores."""
@@ -108,7 +108,7 @@ def train(
         typer.echo(f"scores and signatures: {Path(cfg.run_dir if run_dir is None else run_dir) / 'test.json'}")
 
 
-def read_input(text: Optional[str], input_file: Optional[Path]) -> list[str]:
+def read_input(text: str | None, input_file: Path | None) -> list[str]:
     from mt_cli.evaluation import read_lines
 
     if text is not None and input_file is not None:
@@ -126,14 +126,14 @@ def read_input(text: Optional[str], input_file: Optional[Path]) -> list[str]:
 @app.command()
 @user_errors
 def translate(
-    text: Annotated[Optional[str], typer.Argument(help="Text to translate (default: read stdin, one sentence per line).")] = None,
+    text: Annotated[str | None, typer.Argument(help="Text to translate (default: read stdin, one sentence per line).")] = None,
     run: RunOption = DEFAULT_RUN,
     checkpoint: CheckpointOption = None,
     beam: BeamOption = None,
     n_best: Annotated[int, typer.Option(min=1, help="Print the N best hypotheses per line (Moses n-best format).")] = 1,
-    input_file: Annotated[Optional[Path], typer.Option("--input", "-i", help="Read sentences from this file.")] = None,
-    output_file: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write translations to this file.")] = None,
-    attention: Annotated[Optional[Path], typer.Option(help="Save a cross-attention heatmap (PNG) of the first line.")] = None,
+    input_file: Annotated[Path | None, typer.Option("--input", "-i", help="Read sentences from this file.")] = None,
+    output_file: Annotated[Path | None, typer.Option("--output", "-o", help="Write translations to this file.")] = None,
+    attention: Annotated[Path | None, typer.Option(help="Save a cross-attention heatmap (PNG) of the first line.")] = None,
     device: DeviceOption = "auto",
 ) -> None:
     """Translate text: one output line per input line, in order."""
@@ -168,13 +168,13 @@ def evaluate(
     bleu: Annotated[bool, typer.Option("--bleu/--no-bleu", help="Report sacreBLEU (always on; the flag documents intent).")] = True,
     run: RunOption = DEFAULT_RUN,
     split: Annotated[str, typer.Option(help="Split to score: val, test2016, test2017, mscoco2017, test2018.")] = "test2016",
-    src: Annotated[Optional[Path], typer.Option(help="Score on this source file instead of a split (needs --ref).")] = None,
-    ref: Annotated[Optional[Path], typer.Option(help="Reference translations for --src.")] = None,
+    src: Annotated[Path | None, typer.Option(help="Score on this source file instead of a split (needs --ref).")] = None,
+    ref: Annotated[Path | None, typer.Option(help="Reference translations for --src.")] = None,
     beam: BeamOption = None,
     checkpoint: CheckpointOption = None,
     device: DeviceOption = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
-    output_file: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the hypotheses to this file.")] = None,
+    output_file: Annotated[Path | None, typer.Option("--output", "-o", help="Write the hypotheses to this file.")] = None,
 ) -> None:
     """Score a trained run with sacreBLEU (detokenized, cased) and chrF."""
     from mt_cli.evaluation import evaluate_run
@@ -199,8 +199,8 @@ def evaluate(
 def average(
     run: Annotated[Path, typer.Argument(help="Run directory whose checkpoints to average.")],
     last: Annotated[int, typer.Option(min=2, help="Average the N most recent validation checkpoints.")] = 5,
-    files: Annotated[Optional[list[Path]], typer.Option("--file", "-f", help="Average these checkpoint files instead.")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write it (default: RUN/checkpoints/average.pt).")] = None,
+    files: Annotated[list[Path] | None, typer.Option("--file", "-f", help="Average these checkpoint files instead.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write it (default: RUN/checkpoints/average.pt).")] = None,
 ) -> None:
     """Average checkpoint parameters into a new checkpoint (use it with --checkpoint)."""
     from mt_cli.checkpoint import RunDir, average_checkpoints

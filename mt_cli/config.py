@@ -13,7 +13,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import yaml
 
@@ -25,12 +25,12 @@ SPLITS = ("train", "val", "test2016", "test2017", "mscoco2017", "test2018")
 @dataclass(frozen=True)
 class DataConfig:
     source: Literal["multi30k", "files"] = "multi30k"
-    dir: Optional[str] = None  # local Multi30k copy; else $MT_DATA_DIR, else the hub
+    dir: str | None = None  # local Multi30k copy; else $MT_DATA_DIR, else the hub
     files: dict[str, list[str]] = field(default_factory=dict)  # split -> [src_path, tgt_path]
     src_lang: str = "de"
     tgt_lang: str = "en"
     max_len: int = 128  # tokens per side; longer training pairs are dropped (and counted)
-    train_limit: Optional[int] = None  # use only the first N training pairs (smoke runs)
+    train_limit: int | None = None  # use only the first N training pairs (smoke runs)
     test_split: str = "test2016"
 
 

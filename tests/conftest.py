@@ -89,7 +89,7 @@ def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     from mt_cli.training import train
 
     run_dir = tmp_path_factory.mktemp("trained") / "run"
-    overrides = ["data.train_limit=2000", "train.max_epochs=3", "train.test_at_end=false", f"run_dir={run_dir}"]
+    overrides = ["data.train_limit=1500", "train.max_epochs=3", "train.test_at_end=false", f"run_dir={run_dir}"]
     cfg = load_config(CONFIGS / "tiny.yaml", overrides)
     train(cfg, run_dir, resume=False, log=lambda message: None)
     return run_dir

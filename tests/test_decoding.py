@@ -73,7 +73,7 @@ def test_output_length_limit() -> None:
     model = random_model()
     sources = random_sources(8)
     src, src_mask = pad_sources(sources)
-    for hyp, source in zip(greedy_search(model, src, src_mask, 0.0, 3), sources):
+    for hyp in greedy_search(model, src, src_mask, 0.0, 3):
         assert len(hyp) <= 2  # 3 positions, the last one forced to EOS
     for hyps in beam_search(model, src, src_mask, 3, 1.0, 0.0, 3, n_best=3):
         assert all(len(h.tokens) <= 2 for h in hyps)

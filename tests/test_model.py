@@ -249,14 +249,17 @@ def test_learns_to_reverse() -> None:
     vocab, length, batch = 16, 8, 64
     cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=32)
     model = build_model(cfg, vocab, vocab)
-    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    steps = 250
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+    # Warm-up then decay: a constant rate keeps spiking the loss and makes the result seed-dependent.
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=steps, pct_start=0.1)
 
     def sample() -> tuple[torch.Tensor, torch.Tensor]:
         src = torch.randint(4, vocab, (batch, length))
         bos, eos = torch.full((batch, 1), BOS), torch.full((batch, 1), EOS)
         return src, torch.cat([bos, src.flip(1), eos], 1)
 
-    for _ in range(500):
+    for _ in range(steps):
         src, tgt = sample()
         logits = logits_of(model, src, tgt[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, vocab), tgt[:, 1:].reshape(-1))
@@ -264,8 +267,7 @@ def test_learns_to_reverse() -> None:
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        if (logits.argmax(-1) == tgt[:, 1:]).float().mean() == 1.0:
-            break
+        schedule.step()
 
     model.eval()
     src, tgt = sample()

@@ -1,0 +1,170 @@
+"""Translator and the translate/eval/average commands on a run trained by `mt train`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from mt_cli.cli import app
+from mt_cli.data import pad_sources
+from mt_cli.translator import Translator
+
+runner = CliRunner()
+
+
+def invoke(*args: str, stdin: str | bytes | None = None):
+    return runner.invoke(app, list(args), input=stdin)
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def fp32(trained_run: Path) -> Translator:
+    return Translator.from_run(trained_run, amp="off")
+
+
+SENTENCES = [
+    "Ein Mann fährt Fahrrad.",
+    "Zwei Hunde spielen im Schnee auf einer großen Wiese neben einem Haus.",
+    "Ein Kind.",
+    "Eine Frau in einem roten Kleid singt auf einer Bühne.",
+    "Hunde.",
+]
+
+
+def test_output_order_equals_input_order(fp32: Translator) -> None:
+    together = fp32.translate_text(SENTENCES, beam_size=1)
+    alone = [fp32.translate_text([s], beam_size=1)[0] for s in SENTENCES]
+    assert together == alone
+    assert len(set(together)) > 1
+
+
+def test_empty_long_and_unseen_lines(fp32: Translator) -> None:
+    warnings: list[str] = []
+    long_line = " ".join(["Hund"] * 5000)
+    lines = ["", SENTENCES[0], long_line, "🐶🎉 Ein Hund ✨", "   "]
+    out = fp32.translate_text(lines, beam_size=2, warn=warnings.append)
+    assert len(out) == len(lines)
+    assert out[0] == "" and out[4] == ""
+    assert out[1] == fp32.translate_text([SENTENCES[0]], beam_size=2)[0]
+    assert len(warnings) == 1 and warnings[0].startswith("line 3:")
+
+
+def test_bf16_decoding_is_close_to_fp32(trained_run: Path, fp32: Translator) -> None:
+    bf16 = Translator.from_run(trained_run, amp="bf16")
+    src, src_mask = pad_sources(fp32.encode_sources(SENTENCES, warn=print))
+    with torch.no_grad():
+        exact = fp32.model.decode(torch.full((len(SENTENCES), 1), 2), fp32.model.encode(src, src_mask), src_mask,
+                                  torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool)).float().log_softmax(-1)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            approx = bf16.model.decode(torch.full((len(SENTENCES), 1), 2), bf16.model.encode(src, src_mask), src_mask,
+                                       torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool)).float().log_softmax(-1)
+    assert (exact - approx).abs().max() < 0.25
+    assert (exact.argmax(-1) == approx.argmax(-1)).float().mean() >= 0.8
+
+
+def test_translate_argument_stdin_and_files(trained_run: Path, tmp_path: Path, fp32: Translator) -> None:
+    result = invoke("translate", SENTENCES[0], "--run", str(trained_run), "--beam", "1")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == Translator.from_run(trained_run).translate_text([SENTENCES[0]], beam_size=1)[0]
+    piped = invoke("translate", "--run", str(trained_run), stdin="\n".join(SENTENCES) + "\n")
+    assert piped.exit_code == 0 and len(piped.stdout.splitlines()) == len(SENTENCES)
+    source = tmp_path / "in.de"
+    source.write_text("\n".join(["", *SENTENCES, ""]) + "\n", encoding="utf-8")
+    written = tmp_path / "out.en"
+    result = invoke("translate", "--run", str(trained_run), "--input", str(source), "--output", str(written))
+    assert result.exit_code == 0
+    lines = written.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(SENTENCES) + 2 and lines[0] == "" and lines[-1] == ""
+    assert lines[1:-1] == piped.stdout.splitlines()
+
+
+def test_n_best_output(trained_run: Path) -> None:
+    result = invoke("translate", SENTENCES[0], "--run", str(trained_run), "--beam", "3", "--n-best", "3")
+    rows = [line.split(" ||| ") for line in result.stdout.splitlines()]
+    assert len(rows) == 3 and all(r[0] == "0" for r in rows)
+    scores = [float(r[2]) for r in rows]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path) -> None:
+    import sacrebleu
+
+    from mt_cli.data import read_lines
+
+    hyps_path = tmp_path / "hyps.en"
+    result = invoke("eval", "--bleu", "--run", str(trained_run), "--split", "val", "--beam", "1", "--json",
+                    "--output", str(hyps_path))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    hyps = hyps_path.read_text(encoding="utf-8").splitlines()
+    refs = read_lines(Path(__import__("os").environ["MT_DATA_DIR"]) / "val.en.gz")
+    assert len(hyps) == len(refs) == report["sentences"] == 1014
+    assert report["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score, abs=1e-9)
+    assert report["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    src, ref = tmp_path / "val.de", tmp_path / "val.en"
+    data_dir = Path(__import__("os").environ["MT_DATA_DIR"])
+    src.write_text("\n".join(read_lines(data_dir / "val.de.gz")[:40]) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(refs[:40]) + "\n", encoding="utf-8")
+    subset = tmp_path / "subset.en"
+    text = invoke("eval", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--beam", "1", "-o", str(subset))
+    assert text.exit_code == 0
+    expected = sacrebleu.corpus_bleu(subset.read_text(encoding="utf-8").splitlines(), [refs[:40]]).score
+    assert f"BLEU = {expected:.2f}" in text.stdout
+
+
+def test_average_command(trained_run: Path, tmp_path: Path) -> None:
+    from mt_cli.checkpoint import RunDir, load_checkpoint
+
+    kept = RunDir(trained_run).step_checkpoints()[-2:]
+    output = tmp_path / "avg.pt"
+    result = invoke("average", str(trained_run), "--last", "2", "--output", str(output))
+    assert result.exit_code == 0, result.output
+    a, b, avg = (load_checkpoint(p)["model"] for p in (*kept, output))
+    key = "encoder.0.feed_forward.0.weight" if "encoder.0.feed_forward.0.weight" in avg else next(iter(avg))
+    torch.testing.assert_close(avg[key], (a[key] + b[key]) / 2)
+    assert invoke("translate", SENTENCES[0], "--run", str(trained_run), "--checkpoint", str(output)).exit_code == 0
+    assert "needs that many" in one_error_line(invoke("average", str(trained_run), "--last", "50"))
+
+
+def test_errors_are_one_line_with_exit_2(trained_run: Path, tmp_path: Path) -> None:
+    assert "mt train" in one_error_line(invoke("translate", "Hallo", "--run", str(tmp_path / "none")))
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_run, broken)
+    best = broken / "checkpoints" / "best.pt"
+    best.write_bytes(best.read_bytes()[:1000])
+    assert "truncated" in one_error_line(invoke("translate", "Hallo", "--run", str(broken)))
+    assert "does not exist" in one_error_line(invoke("translate", "Hallo", "--run", str(trained_run), "--checkpoint", "nope"))
+    mismatched = tmp_path / "mismatched"
+    shutil.copytree(trained_run, mismatched)
+    (mismatched / "spm.en.model").write_bytes((mismatched / "spm.de.model").read_bytes())
+    assert "does not match the tokenizers" in one_error_line(invoke("translate", "Hallo", "--run", str(mismatched)))
+    latin1 = tmp_path / "latin1.de"
+    latin1.write_bytes("Ein Mann\nGrüße\n".encode("latin-1"))
+    assert "not UTF-8" in one_error_line(invoke("translate", "--run", str(trained_run), "--input", str(latin1)))
+    assert "not UTF-8" in one_error_line(invoke("translate", "--run", str(trained_run), stdin=b"Gr\xfc\xdfe\n"))
+    assert "does not exist" in one_error_line(invoke("translate", "--run", str(trained_run), "--input", str(tmp_path / "x")))
+    assert "go together" in one_error_line(invoke("eval", "--run", str(trained_run), "--src", str(latin1)))
+    assert "cannot exceed" in one_error_line(invoke("translate", "x", "--run", str(trained_run), "--beam", "2", "--n-best", "3"))
+
+
+def test_train_writes_the_run_directory(trained_run: Path) -> None:
+    from mt_cli.config import load_config
+
+    assert load_config(trained_run / "config.yaml").run_dir == str(trained_run)
+    for name in ("spm.de.model", "spm.en.model", "metrics.jsonl", "test.json", "checkpoints/best.pt", "checkpoints/last.pt"):
+        assert (trained_run / name).exists(), name
+    events = [json.loads(line) for line in (trained_run / "metrics.jsonl").read_text().splitlines()]
+    val = [e for e in events if e["event"] == "val"]
+    assert len(val) >= 3 and all(e["bleu"] >= 0 for e in val)
+    assert val[-1]["loss"] < val[0]["loss"]
