@@ -213,5 +213,43 @@ def average(
     typer.echo(f"averaged {len(paths)} checkpoints into {written}")
 
 
+@app.command()
+@user_errors
+def bench(
+    config: ConfigOption = DEFAULT_CONFIG,
+    overrides: SetOption = None,
+    run: Annotated[Path | None, typer.Option("--run", "-r", help="Measure this trained run (its best.pt, tokenizers and recipe; --config is then not used). Default: the config's model with random weights.")] = None,
+    sentences: Annotated[int | None, typer.Option(min=1, help="Translate the first N test2016 sentences (default: all).")] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="Timed repeats of the training batches.")] = 5,
+    decode_repeats: Annotated[int, typer.Option(min=1, help="Timed repeats of the translation pass.")] = 3,
+    batches: Annotated[int, typer.Option(min=1, help="Training batches (train.max_tokens each) per timed repeat.")] = 8,
+    beam: Annotated[int, typer.Option(min=2, help="Beam size of the beam-search row.")] = 5,
+    device: DeviceOption = "auto",
+    json_file: Annotated[Path | None, typer.Option("--json", help="Also write all numbers to this JSON file.")] = None,
+) -> None:
+    """Measure training and translation speed and memory against a textbook nn.Transformer."""
+    from mt_cli.bench import format_report, run_bench
+    from mt_cli.checkpoint import write_json
+
+    report = run_bench(config, overrides or [], run, device, sentences, repeats, decode_repeats, batches, beam,
+                       log=lambda message: typer.echo(message, err=True))  # fmt: skip
+    for line in format_report(report):
+        typer.echo(line)
+    if json_file is not None:
+        write_json(report, json_file)
+
+
+@app.command()
+@user_errors
+def plot(
+    run: Annotated[Path, typer.Argument(help="Run directory with a metrics.jsonl written by `mt train`.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="PNG to write (default: RUN/curves.png).")] = None,
+) -> None:
+    """Plot training curves (loss, validation BLEU, learning rate, throughput) into one PNG."""
+    from mt_cli.plots import plot_curves
+
+    typer.echo(f"training curves written to {plot_curves(run, output)}")
+
+
 def main() -> None:
     app()

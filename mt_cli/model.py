@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from mt_cli.config import ModelConfig
+from mt_cli.dropout import Dropout
 from mt_cli.errors import ConfigError
 from mt_cli.layers import DecoderCache, DecoderLayer, EncoderLayer, PositionalEncoding
 
@@ -65,7 +66,7 @@ class Transformer(nn.Module):
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
         self.src_embed = self.tgt_embed if share_embeddings else nn.Embedding(src_vocab_size, d_model)
         self.positions = PositionalEncoding(d_model, max_positions)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
         layer_args = dict(
             dropout=dropout,

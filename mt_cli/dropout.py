@@ -1,0 +1,37 @@
+"""Inverted dropout that is cheap on the CPU.
+
+``torch.nn.Dropout`` draws its CPU mask with ``bernoulli_``, one generator call per element;
+in a bf16 CPU training step of the default model that was over a quarter of the step time.
+Here one 64-bit draw gives four 16-bit uniforms, compared against a threshold: about 3x
+faster, same default generator (so seeding and saved RNG state still cover it), with p
+rounded to a multiple of 1/65536. Other devices use ``F.dropout``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+class Dropout(nn.Module):
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout probability {p} must be in [0, 1)")
+        self.p = p
+        # Keep a position when its uniform int16 is >= this: P(keep) = 1 - p (to 1/65536).
+        self.threshold = round(p * 65536) - 32768
+        self.scale = 1.0 / (1.0 - p)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if x.device.type != "cpu":
+            return F.dropout(x, self.p, training=True)
+        words = torch.empty((x.numel() + 3) // 4, dtype=torch.int64).random_(-(2**63), None)
+        keep = words.view(torch.int16)[: x.numel()].view(x.shape) >= self.threshold  # same shape as x
+        return torch.where(keep, x * self.scale, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"

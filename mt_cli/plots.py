@@ -1,0 +1,193 @@
+"""Figures: the cross-attention heatmap of ``mt translate --attention`` and the curves of ``mt plot``.
+
+matplotlib is imported inside the functions, and only its object-oriented API with the Agg canvas
+is used (no pyplot, no global backend switch). Files are written to a temporary name next to the
+target and then renamed, so a reader never sees half a PNG.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from mt_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+WORD_START = "\u2581"  # SentencePiece's "▁": the piece begins a new word
+CONTINUATION = "\u00b7"  # "·" marks a piece that continues the previous word
+ROW_SUM_TOLERANCE = 1e-2  # attention computed under bf16 autocast sums to 1 only to ~3 digits
+DPI = 150
+
+
+def piece_label(piece: str) -> str:
+    """A readable axis label: "▁Hund" -> "Hund", "uft" -> "·uft", "." -> ".", a lone "▁" -> "␣"."""
+    if piece.startswith("<") and piece.endswith(">"):
+        return piece  # </s>, <unk>
+    if piece == WORD_START:
+        return "\u2423"
+    if piece.startswith(WORD_START):
+        return piece[len(WORD_START) :]
+    if not any(c.isalnum() for c in piece):
+        return piece  # punctuation: "·." would read as another symbol
+    return CONTINUATION + piece
+
+
+def _save(fig: Figure, path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, format="png", dpi=DPI)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def plot_attention(src_pieces: list[str], tgt_pieces: list[str], weights: torch.Tensor, path: Path) -> None:
+    """Heatmap of cross-attention ``weights`` (T, S): target pieces down, source pieces across.
+
+    Rows must be distributions over the source (sum to 1): one row per target piece.
+    """
+    from matplotlib.figure import Figure
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    path = Path(path)
+    weights = torch.as_tensor(weights).detach().float().cpu()
+    if weights.dim() != 2 or tuple(weights.shape) != (len(tgt_pieces), len(src_pieces)):
+        raise ValueError(
+            f"attention weights have shape {tuple(weights.shape)}, expected ({len(tgt_pieces)}, {len(src_pieces)}) "
+            "= (target pieces, source pieces)"
+        )
+    if not len(src_pieces) or not len(tgt_pieces):
+        raise ValueError("attention plot needs at least one source and one target piece")
+    sums = weights.sum(-1)
+    if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()) or \
+            not torch.allclose(sums, torch.ones_like(sums), atol=ROW_SUM_TOLERANCE, rtol=0):  # fmt: skip
+        worst = float((sums - 1).abs().nan_to_num(math.inf).max())
+        raise ValueError(f"attention rows must be non-negative and sum to 1 (worst row is off by {worst:.3g})")
+
+    n_tgt, n_src = weights.shape
+    # About 0.34 inch per cell, plus room for the labels and the colorbar; never tiny.
+    width = 2.4 + 0.34 * n_src + 0.06 * max(len(p) for p in tgt_pieces)
+    height = 1.7 + 0.34 * n_tgt + 0.05 * max(len(p) for p in src_pieces)
+    fig = Figure(figsize=(max(width, 4.0), max(height, 3.0)))
+    ax = fig.add_subplot()
+    image = ax.imshow(weights.numpy(), cmap="Blues", vmin=0.0, vmax=max(float(weights.max()), 1e-6),
+                      aspect="equal", interpolation="nearest")  # fmt: skip
+    ax.set_xticks(range(n_src), [piece_label(p) for p in src_pieces], rotation=60, ha="right",
+                  rotation_mode="anchor", fontsize=10)  # fmt: skip
+    ax.set_yticks(range(n_tgt), [piece_label(p) for p in tgt_pieces], fontsize=10)
+    ax.set_xlabel("source")
+    ax.set_ylabel("target (generated)")
+    ax.set_xticks([x - 0.5 for x in range(1, n_src)], minor=True)
+    ax.set_yticks([y - 0.5 for y in range(1, n_tgt)], minor=True)
+    ax.grid(which="minor", color="white", linewidth=0.6)
+    ax.tick_params(which="minor", length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    cax = make_axes_locatable(ax).append_axes("right", size=0.16, pad=0.12)  # as tall as the heatmap
+    colorbar = fig.colorbar(image, cax=cax)
+    colorbar.set_label("attention weight")
+    colorbar.outline.set_visible(False)
+    title = "Cross-attention, last decoder layer (mean over heads)"
+    ax.set_title(title if n_src >= 8 else title.replace(", ", ",\n"), fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+# ------------------------------------------------------------------------------- curves
+
+
+def read_metrics(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(train events, val events) of RUN/metrics.jsonl, one per step (the latest wins after a
+    resume), in step order. A line cut short by a crash is skipped."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        where = "does not exist" if not Path(run_dir).is_dir() else "has no metrics.jsonl"
+        raise InputError(f"{run_dir} {where}; `mt plot` needs a run directory written by `mt train`")
+    events: dict[str, dict[int, dict[str, Any]]] = {"train": {}, "val": {}}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("event") in events and isinstance(record.get("step"), int):
+            events[record["event"]][record["step"]] = record
+    train, val = ([by_step[s] for s in sorted(by_step)] for by_step in events.values())
+    if not train:
+        raise InputError(f"{path} has no training events yet; train longer (train.log_every_steps) and plot again")
+    return train, val
+
+
+def _series(events: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    pairs = [(e["step"], float(e[key])) for e in events if isinstance(e.get(key), (int, float))]
+    pairs = [(s, v) for s, v in pairs if math.isfinite(v)]
+    return [s for s, _ in pairs], [v for _, v in pairs]
+
+
+def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
+    """Training curves of a run into one PNG (default RUN/curves.png); returns the path."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import EngFormatter
+
+    run_dir = Path(run_dir)
+    train, val = read_metrics(run_dir)
+    output = Path(output) if output is not None else run_dir / "curves.png"
+    fig = Figure(figsize=(10, 6.6))
+    (loss_ax, bleu_ax), (lr_ax, speed_ax) = fig.subplots(2, 2, sharex=True)
+    blue, orange, green = "#1f77b4", "#d62728", "#2ca02c"
+
+    steps, loss = _series(train, "loss")
+    loss_ax.plot(steps, loss, color=blue, linewidth=1.2, label="train (label-smoothed)")
+    val_steps, val_loss = _series(val, "loss")
+    loss_ax.plot(val_steps, val_loss, color=orange, marker="o", markersize=3.5, linewidth=1.4, label="validation (NLL)")
+    loss_ax.set_ylabel("loss per target token (nats)")
+    loss_ax.set_title("Loss")
+    loss_ax.legend(frameon=False)
+
+    bleu_steps, bleu = _series(val, "bleu")
+    if bleu:
+        bleu_ax.plot(bleu_steps, bleu, color=green, marker="o", markersize=3.5, linewidth=1.4)
+        best = max(range(len(bleu)), key=bleu.__getitem__)
+        bleu_ax.annotate(f"best {bleu[best]:.2f}", (bleu_steps[best], bleu[best]), xytext=(0, 8),
+                         textcoords="offset points", ha="center", fontsize=9)  # fmt: skip
+        bleu_ax.margins(y=0.15)
+    else:
+        bleu_ax.text(0.5, 0.5, "no validation BLEU\n(train.val_bleu=false, or no validation yet)",
+                     transform=bleu_ax.transAxes, ha="center", va="center", color="0.4")  # fmt: skip
+        bleu_ax.set_yticks([])
+    bleu_ax.set_ylabel("BLEU (greedy, val)")
+    bleu_ax.set_title("Validation BLEU")
+
+    lr_steps, lr = _series(train, "lr")
+    lr_ax.plot(lr_steps, lr, color=blue, linewidth=1.2)
+    lr_ax.set_ylabel("learning rate")
+    lr_ax.set_title("Learning rate")
+    lr_ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
+
+    speed_steps, speed = _series(train, "tokens_per_s")
+    speed_ax.plot(speed_steps, speed, color=blue, linewidth=1.2)
+    speed_ax.set_ylim(bottom=0)
+    speed_ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+    speed_ax.set_ylabel("tokens / s (source + target)")
+    speed_ax.set_title("Throughput")
+
+    for ax in (loss_ax, bleu_ax, lr_ax, speed_ax):
+        ax.grid(True, color="0.9", linewidth=0.8)
+        ax.spines[["top", "right"]].set_visible(False)
+    for ax in (lr_ax, speed_ax):
+        ax.set_xlabel("updates")
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+    fig.suptitle(f"Training curves: {run_dir.resolve().name}", fontsize=12)
+    fig.tight_layout()
+    _save(fig, output)
+    return output

@@ -1,0 +1,111 @@
+"""`mt bench` and its textbook baseline: same function as ours given our weights, and a smoke run."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from mt_cli.cli import app
+from mt_cli.config import ModelConfig
+from mt_cli.data import collate, pad_sources
+from mt_cli.decoding import greedy_search, max_output_lengths
+from mt_cli.model import build_model
+from mt_cli.textbook import TextbookTransformer, naive_greedy_batch, textbook_from
+from mt_cli.tokenizer import BOS_ID, EOS_ID
+
+SRC_VOCAB, TGT_VOCAB = 50, 40
+
+
+def config(**changes) -> ModelConfig:
+    base = dict(d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=3, dropout=0.1,
+                attention_dropout=0.1, activation_dropout=0.1, max_positions=64)  # fmt: skip
+    return ModelConfig(**{**base, **changes})
+
+
+def batch(seed: int = 1, vocab: tuple[int, int] = (SRC_VOCAB, TGT_VOCAB)):
+    g = torch.Generator().manual_seed(seed)
+    src = [torch.randint(4, vocab[0], (n,), generator=g).tolist() + [EOS_ID] for n in (3, 9, 12, 1, 6)]
+    tgt = [[BOS_ID, *torch.randint(4, vocab[1], (n,), generator=g).tolist(), EOS_ID] for n in (7, 1, 10, 4, 12)]
+    return collate(src, tgt)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"norm_first": True}, {"activation": "gelu"}, {"tie_output": False},
+     {"share_embeddings": True, "norm_first": True}],
+)  # fmt: skip
+def test_textbook_given_our_weights_computes_our_logits(changes: dict) -> None:
+    cfg = config(**changes)
+    vocab = (TGT_VOCAB, TGT_VOCAB) if cfg.share_embeddings else (SRC_VOCAB, TGT_VOCAB)
+    torch.manual_seed(0)
+    ours = build_model(cfg, *vocab).eval()
+    theirs = textbook_from(ours, cfg).eval()
+    b = batch(vocab=vocab)
+    real = b.tgt_out != 0  # pad query rows are never used
+    expected = ours(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
+    torch.testing.assert_close(theirs(b.src, b.tgt_in)[real], expected[real], atol=1e-5, rtol=1e-5)
+    with torch.no_grad():  # nn.Transformer's inference fast path (nested tensors, fused layers)
+        torch.testing.assert_close(theirs(b.src, b.tgt_in)[real], expected[real], atol=1e-5, rtol=1e-5)
+    # The comparison can fail: one weight off, or the textbook's own init, gives other logits.
+    with torch.no_grad():
+        theirs.transformer.decoder.layers[-1].linear2.bias[0] += 0.1
+    assert not torch.allclose(theirs(b.src, b.tgt_in)[real], expected[real], atol=1e-3)
+    fresh = TextbookTransformer(cfg, *vocab).eval()
+    assert not torch.allclose(fresh(b.src, b.tgt_in)[real], expected[real], atol=1e-3)
+
+
+def test_textbook_dropout_rates_and_training_mode() -> None:
+    cfg = config(dropout=0.3, attention_dropout=0.2, activation_dropout=0.1)
+    theirs = TextbookTransformer(cfg, SRC_VOCAB, TGT_VOCAB)
+    layer = theirs.transformer.decoder.layers[0]
+    assert (layer.dropout1.p, layer.dropout.p, layer.self_attn.dropout, layer.multihead_attn.dropout) == (0.3, 0.1, 0.2, 0.2)
+    assert theirs.transformer.encoder.norm is None  # post-norm: no extra final LayerNorm, like ours
+    cfg = config(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)
+    torch.manual_seed(0)
+    ours = build_model(cfg, SRC_VOCAB, TGT_VOCAB).train()
+    theirs = textbook_from(ours, cfg).train()
+    b = batch(seed=2)
+    real = b.tgt_out != 0
+    torch.testing.assert_close(theirs(b.src, b.tgt_in)[real], ours(b.src, b.tgt_in, b.src_mask, b.tgt_mask)[real],
+                               atol=1e-5, rtol=1e-5)  # fmt: skip
+
+
+def test_naive_loop_on_the_textbook_model_equals_our_cached_greedy() -> None:
+    cfg = config(dropout=0.0)
+    torch.manual_seed(3)
+    ours = build_model(cfg, SRC_VOCAB, TGT_VOCAB).eval()
+    theirs = textbook_from(ours, cfg).eval()
+    g = torch.Generator().manual_seed(4)
+    sources = [torch.randint(4, SRC_VOCAB, (n,), generator=g).tolist() + [EOS_ID] for n in (5, 1, 11, 8, 2, 9)]
+    src, src_mask = pad_sources(sources)
+    cached = greedy_search(ours, src, src_mask, 1.5, 4)
+    assert cached == naive_greedy_batch(theirs, src, max_output_lengths(ours, src_mask, 1.5, 4))
+    assert len({len(c) for c in cached}) > 1  # some stop early, some at the limit
+
+
+def test_bench_command_on_the_tiny_recipe(data_dir: Path, tiny_config_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    args = ["bench", "--config", str(tiny_config_path), "--sentences", "24", "--repeats", "2", "--decode-repeats",
+            "1", "--batches", "2", "--beam", "3", "--device", "cpu", "--json", str(out)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    rows = report["rows"]
+    assert [r["task"] for r in rows].count("translate") == 3 and [r["task"] for r in rows].count("train") in (2, 4)
+    for row in rows:
+        assert len(row["seconds"]) == (2 if row["task"] == "train" else 1)
+        for key in ("median_s", "tokens_per_s"):
+            assert math.isfinite(row[key]) and row[key] > 0, (row, key)
+        if row["task"] == "translate":
+            assert row["sentences"] == 24 and row["sentences_per_s"] > 0
+        if sys.platform == "linux":
+            assert math.isfinite(row["peak_mib"]) and row["peak_mib"] > 0, row
+    assert report["ratios"] and all(math.isfinite(v) and v > 0 for v in report["ratios"].values())
+    assert 0.5 <= report["naive_matches_greedy"] <= 1.0
+    assert "nn.Transformer naive greedy" in result.stdout and "ours beam3" in result.stdout
