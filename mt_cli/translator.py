@@ -64,8 +64,13 @@ class Translator:
                 f"{path} does not match the tokenizers in {run.root} (vocabularies "
                 f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
             ) from None
+        dtype = amp_dtype(target, amp)
+        # Autocast would re-cast every weight at every decoding step; for inference the
+        # weights are cast once (LayerNorm and softmax still accumulate in fp32 inside).
         model.to(target).eval()
-        return cls(model, src_tok, tgt_tok, config, target, amp_dtype(target, amp))
+        if dtype is not None:
+            model.to(dtype=dtype)
+        return cls(model, src_tok, tgt_tok, config, target, dtype)
 
     def encode_sources(self, lines: Sequence[str], warn: Callable[[str], None]) -> list[list[int]]:
         """Source ids with EOS, cut to the model's positions (with one warning per cut line)."""

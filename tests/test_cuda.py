@@ -1,0 +1,86 @@
+"""CUDA-only checks: fp16 with GradScaler and bf16 training steps, decoding on the GPU.
+
+Skipped without a GPU; run with `pytest -m cuda` on a machine that has one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from mt_cli.config import ModelConfig, TrainConfig
+from mt_cli.data import collate, pad_sources
+from mt_cli.decoding import beam_search, greedy_search
+from mt_cli.device import amp_dtype, autocast
+from mt_cli.model import build_model
+from mt_cli.optim import make_optimizer
+from mt_cli.training import token_loss
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+VOCAB = 64
+
+
+def batch(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    src = [torch.randint(4, VOCAB, (int(n),), generator=g).tolist() + [3] for n in torch.randint(3, 12, (16,), generator=g)]
+    tgt = [[2] + s[:-1][::-1] + [3] for s in src]  # reverse task
+    return collate(src, tgt).to("cuda")
+
+
+def train_steps(dtype: torch.dtype, steps: int) -> tuple[list[float], torch.amp.GradScaler]:
+    torch.manual_seed(0)
+    cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.0)
+    model = build_model(cfg, VOCAB, VOCAB).cuda()
+    optimizer = make_optimizer(model, TrainConfig(lr=3e-3))
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    device = torch.device("cuda")
+    losses = []
+    for step in range(steps):
+        b = batch(step % 4)
+        with autocast(device, dtype):
+            loss = token_loss(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out, 0.1) / b.tgt_tokens
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+    return losses, scaler
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_amp_training_learns(dtype: torch.dtype) -> None:
+    if dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bf16")
+    losses, scaler = train_steps(dtype, 150)
+    assert all(math.isfinite(x) for x in losses)
+    assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10 - 1.0
+    if dtype == torch.float16:
+        assert scaler.get_scale() > 0 and scaler.is_enabled()
+
+
+def test_amp_auto_prefers_bf16_on_capable_gpus() -> None:
+    expected = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    assert amp_dtype(torch.device("cuda"), "auto") == expected
+    assert amp_dtype(torch.device("cuda"), "fp16") == torch.float16
+
+
+def test_decoding_on_gpu_matches_cpu() -> None:
+    torch.manual_seed(0)
+    cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.0)
+    model = build_model(cfg, VOCAB, VOCAB).eval()
+    sources = [[5, 6, 7, 3], [9, 10, 3], [11, 12, 13, 14, 15, 3]]
+    src, src_mask = pad_sources(sources)
+    on_cpu = greedy_search(model, src, src_mask, 1.5, 5)
+    model.cuda()
+    on_gpu = greedy_search(model, src.cuda(), src_mask.cuda(), 1.5, 5)
+    assert on_gpu == on_cpu
+    beams = beam_search(model, src.cuda(), src_mask.cuda(), 1, 0.0, 1.5, 5)
+    assert [h[0].tokens for h in beams] == on_gpu
