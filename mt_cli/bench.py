@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from mt_cli.config import Config, load_config
+from mt_cli.corpus import load_corpus
 from mt_cli.data import (
     Batch,
     TokenBatchSampler,
@@ -53,7 +54,6 @@ from mt_cli.data import (
     encode_split,
     encoded_lists,
     filter_long,
-    load_corpus,
     pad_sources,
     sequence_lengths,
 )

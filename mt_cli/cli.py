@@ -109,16 +109,16 @@ def train(
 
 
 def read_input(text: str | None, input_file: Path | None) -> list[str]:
-    from mt_cli.evaluation import read_lines
+    from mt_cli.corpus import read_lines, text_lines
 
     if text is not None and input_file is not None:
         raise InputError("give either a text argument or --input, not both")
     if text is not None:
-        return text.splitlines() or [""]
+        return text_lines(text) or [""]
     if input_file is not None:
         return read_lines(input_file)
     try:
-        return sys.stdin.buffer.read().decode("utf-8").splitlines()
+        return text_lines(sys.stdin.buffer.read().decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError("standard input is not UTF-8 text") from None
 

@@ -1,4 +1,4 @@
-"""Corpus -> ``datasets.DatasetDict`` of text -> encoded ids -> token-budget batches -> ``Batch``.
+"""Text pairs -> encoded ids -> token-budget batches -> ``Batch`` (padded tensors and masks).
 
 ``datasets`` is imported inside the functions that need it: the translator imports ``Batch``
 and ``pad_sources`` from here and must start fast.
@@ -6,183 +6,19 @@ and ``pad_sources`` from here and must start fast.
 
 from __future__ import annotations
 
-import gzip
-import os
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from mt_cli.config import SPLITS
 from mt_cli.errors import DataError
 from mt_cli.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
     import datasets
 
-    from mt_cli.config import DataConfig
     from mt_cli.tokenizer import Tokenizer
-
-HUB_DATASET = "bentrevett/multi30k"
-_HUB_SPLITS = {"train": "train", "validation": "val", "test": "test2016"}
-# Our split name -> file stem of the official raw Multi30k task-1 files.
-MULTI30K_FILES = {"train": "train", "val": "val", "test2016": "test_2016_flickr", "test2017": "test_2017_flickr",
-                  "mscoco2017": "test_2017_mscoco", "test2018": "test_2018_flickr"}  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------- corpus
-
-
-def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file (gzipped if it ends in .gz), only the line ending removed.
-
-    Splits on "\\n" alone: ``str.splitlines`` also breaks at characters such as U+2028, which
-    would silently shift one side of a parallel corpus against the other.
-    """
-    path = Path(path)
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as f:
-                raw = f.read()
-        else:
-            raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path} does not exist") from None
-    except (OSError, EOFError, zlib.error) as err:
-        raise DataError(f"cannot read {path}: {err}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
-    text = text.removeprefix("\ufeff")
-    lines = text.split("\n")
-    if lines[-1] == "":  # the final newline ends the last line; it does not start a new one
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def _read_pair(src_path: Path, tgt_path: Path) -> tuple[list[str], list[str]]:
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
-    if len(src) != len(tgt):
-        raise DataError(
-            f"line counts differ: {src_path} has {len(src)} lines, {tgt_path} has {len(tgt)}; "
-            "parallel files need one sentence per line on both sides"
-        )
-    return src, tgt
-
-
-def _local_multi30k(directory: Path, src_lang: str, tgt_lang: str) -> dict[str, tuple[Path, Path]]:
-    """Split -> (source file, target file) for every split with both sides present."""
-
-    def find(stem: str, lang: str) -> Path | None:
-        paths = [directory / f"{stem}.{lang}.gz", directory / f"{stem}.{lang}"]
-        return next((p for p in paths if p.is_file()), None)
-
-    found = {}
-    for split, stem in MULTI30K_FILES.items():
-        src, tgt = find(stem, src_lang), find(stem, tgt_lang)
-        if src is not None and tgt is not None:
-            found[split] = (src, tgt)
-    return found
-
-
-def _load_hub(src_lang: str, tgt_lang: str) -> dict[str, tuple[list[str], list[str]]]:
-    """Multi30k from the Hugging Face hub; raises OSError/ValueError when it cannot be had."""
-    import datasets
-
-    dd = datasets.load_dataset(HUB_DATASET)
-    return {
-        ours: (list(dd[theirs][src_lang]), list(dd[theirs][tgt_lang]))
-        for theirs, ours in _HUB_SPLITS.items()
-        if theirs in dd
-    }
-
-
-def _corpus_pairs(
-    cfg: DataConfig, splits: Sequence[str] | None
-) -> tuple[str, list[str], dict[str, tuple[list[str], list[str]]]]:
-    """(where the corpus is, the splits it has, split -> (source, target) lines for ``splits``)."""
-    if cfg.source == "files":
-        where = "data.files"
-        files = {split: (Path(pair[0]), Path(pair[1])) for split, pair in cfg.files.items()}
-    else:
-        src, tgt = cfg.src_lang, cfg.tgt_lang
-        if cfg.dir is not None:
-            where, directory = f"data.dir={cfg.dir}", Path(cfg.dir)
-        elif os.environ.get("MT_DATA_DIR"):
-            where, directory = f"MT_DATA_DIR={os.environ['MT_DATA_DIR']}", Path(os.environ["MT_DATA_DIR"])
-        else:
-            pairs = _hub_pairs(src, tgt)
-            return f"the hub ({HUB_DATASET})", list(pairs), pairs
-        files = _local_multi30k(directory, src, tgt)
-        if not files:
-            # An explicitly named location that is wrong is an error, not a cue to fall back:
-            # silently training on another copy (or downloading one) would hide the typo.
-            raise DataError(
-                f"Multi30k not found in {where}: no train.{src}[.gz] / train.{tgt}[.gz] there; "
-                "set data.dir or MT_DATA_DIR to a directory with the raw Multi30k files, "
-                f"or unset both to download {HUB_DATASET} from the Hugging Face hub"
-            )
-    wanted = list(files) if splits is None else [s for s in splits if s in files]
-    return where, list(files), {split: _read_pair(*files[split]) for split in wanted}
-
-
-def _hub_pairs(src: str, tgt: str) -> dict[str, tuple[list[str], list[str]]]:
-    if {src, tgt} != {"de", "en"}:
-        raise DataError(
-            f"the hub copy of Multi30k ({HUB_DATASET}) has only de and en, not {src}->{tgt}; "
-            "set data.dir or MT_DATA_DIR to a directory with the raw Multi30k files"
-        )
-    try:
-        return _load_hub(src, tgt)
-    except (OSError, ValueError) as err:
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise DataError(
-            "Multi30k not found: data.dir is not set, MT_DATA_DIR is not set, and the Hugging Face hub "
-            f"({HUB_DATASET}) failed ({reason}); set data.dir or MT_DATA_DIR to a directory with the "
-            "raw Multi30k files (train.de.gz, train.en.gz, val.*, test_2016_flickr.*)"
-        ) from None
-
-
-def load_corpus(cfg: DataConfig, splits: Sequence[str] | None = None) -> datasets.DatasetDict:
-    """Text pairs (columns ``src``, ``tgt``) per split, in the direction cfg.src_lang -> tgt_lang.
-
-    ``splits=None`` loads every split the source has; otherwise only those named (a missing
-    one is a DataError listing the available ones). ``cfg.train_limit`` keeps the first N
-    training pairs. Lines are never stripped or dropped here.
-    """
-    import datasets
-
-    if splits is not None:
-        unknown = [s for s in splits if s not in SPLITS]
-        if unknown:
-            raise DataError(f"unknown split {unknown[0]!r}; choose from {', '.join(SPLITS)}")
-    where, available, pairs = _corpus_pairs(cfg, splits)
-    if splits is not None:
-        pairs = {split: pairs[split] for split in splits if split in pairs}  # the hub gives all splits
-        missing = [s for s in splits if s not in pairs]
-        if missing:
-            names = ", ".join(s for s in SPLITS if s in available) or "none"
-            raise DataError(f"split {missing[0]} is not in the corpus from {where}; available: {names}")
-    if "train" in pairs and cfg.train_limit is not None:
-        src, tgt = pairs["train"]
-        pairs["train"] = (src[: cfg.train_limit], tgt[: cfg.train_limit])
-    return datasets.DatasetDict(
-        {
-            split: datasets.Dataset.from_dict({"src": pairs[split][0], "tgt": pairs[split][1]})
-            for split in SPLITS
-            if split in pairs
-        }
-    )
-
-
-def split_sizes(corpus: datasets.DatasetDict) -> dict[str, int]:
-    return {name: len(ds) for name, ds in corpus.items()}
-
 
 # -------------------------------------------------------------------------------- encoding
 

@@ -39,22 +39,6 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
     )
 
 
-def read_lines(path: Path) -> list[str]:
-    """A text file as lines (newlines stripped); missing or non-UTF-8 files are InputErrors."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"file {path} does not exist") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a directory, not a text file") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise InputError(f"{path} is not UTF-8 text (line {line}); convert it with iconv -t UTF-8") from None
-    return text.splitlines()
-
-
 @dataclass(frozen=True)
 class Evaluation:
     scores: Scores
@@ -98,6 +82,7 @@ def evaluate_run(
 ) -> RunEvaluation:
     """Translate a split of the run's corpus (or ``src``) with a trained run and score it."""
     from mt_cli.checkpoint import RunDir
+    from mt_cli.corpus import read_lines
     from mt_cli.translator import Translator, resolve_checkpoint
 
     if (src is None) != (ref is None):
@@ -108,7 +93,7 @@ def evaluate_run(
             raise InputError(f"{src} has {len(sources)} lines but {ref} has {len(references)}")
     translator = Translator.from_run(run_dir, checkpoint, device)
     if src is None:
-        from mt_cli.data import load_corpus
+        from mt_cli.corpus import load_corpus
 
         corpus = load_corpus(translator.config.data, [split])[split]
         sources, references, name = corpus["src"], corpus["tgt"], split

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from mt_cli.checkpoint import RunDir
 from mt_cli.config import Config
-from mt_cli.data import encode_split, filter_long, load_corpus
+from mt_cli.corpus import load_corpus
+from mt_cli.data import encode_split, filter_long
 from mt_cli.distributed import Distributed
 from mt_cli.tokenizer import Tokenizer, load_tokenizers, prepare_tokenizers
 

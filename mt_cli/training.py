@@ -102,8 +102,8 @@ class Trainer:
         self.log(f"resumed from {self.run.last} at update {self.progress.step}, epoch {self.progress.epoch + 1}")
 
     # ---- one update ----------------------------------------------------------------------
-    def update(self, batches: list[Batch]) -> tuple[float, float, int]:
-        """Forward, backward and one optimizer step; returns (loss/token, grad norm, tokens)."""
+    def update(self, batches: list[Batch]) -> tuple[float, float]:
+        """Forward, backward and one optimizer step; returns (loss per target token, grad norm)."""
         tc = self.cfg.train
         tokens = self.dist.sum(sum(b.tgt_tokens for b in batches))
         total_loss = 0.0
@@ -139,7 +139,7 @@ class Trainer:
                     f"the gradient was not finite for {tc.max_bad_steps} updates in a row at update "
                     f"{self.progress.step}; lower train.lr or use train.amp=bf16/off"
                 )
-        return total_loss / max(sum(b.tgt_tokens for b in batches), 1), grad_norm, tokens
+        return total_loss / max(sum(b.tgt_tokens for b in batches), 1), grad_norm
 
     # ---- the loop --------------------------------------------------------------------------
     def epoch_updates(self) -> Iterator[list[Batch]]:
@@ -155,12 +155,14 @@ class Trainer:
         if group:
             yield group
 
-    def should_stop(self, elapsed: float) -> str | None:
+    def should_stop(self) -> str | None:
         tc, p = self.cfg.train, self.progress
+        # Stop early enough that the closing validation still fits in the time budget.
+        reserve = self.validator.last_result.seconds if self.validator.last_result else 0.0
         reasons = [
             (self.stop_signal is not None, f"received {self.stop_signal}"),
             (tc.max_steps > 0 and p.step >= tc.max_steps, f"reached train.max_steps={tc.max_steps}"),
-            (tc.max_minutes > 0 and elapsed >= tc.max_minutes * 60, f"reached train.max_minutes={tc.max_minutes:g}"),
+            (tc.max_minutes > 0 and p.elapsed + reserve >= tc.max_minutes * 60, f"reached train.max_minutes={tc.max_minutes:g}"),
             (tc.patience > 0 and p.stale_validations >= tc.patience, f"no better validation for train.patience={tc.patience}"),
         ]
         local = next((why for hit, why in reasons if hit), None)
@@ -168,46 +170,23 @@ class Trainer:
 
     def fit(self) -> Progress:
         tc, p = self.cfg.train, self.progress
-        n_params = count_parameters(self.model)
         self.log(
-            f"model: {n_params / 1e6:.2f}M parameters | device {self.device} | "
+            f"model: {count_parameters(self.model) / 1e6:.2f}M parameters | device {self.device} | "
             f"precision {self.dtype or torch.float32} | {len(self.sampler)} batches per epoch"
             + (f" per rank ({self.dist.world_size} ranks)" if self.dist.world_size > 1 else "")
         )
-        started = time.perf_counter() - p.elapsed
+        clock = time.perf_counter() - p.elapsed  # training time survives resumes
         stop: str | None = None
         while stop is None and p.epoch < tc.max_epochs:
-            bar = self.progress_bar()
-            window_tokens, window_start = 0, time.perf_counter()
-            for batches in self.epoch_updates():
-                loss, grad_norm, _ = self.update(batches)
-                p.batch_in_epoch += len(batches)
-                p.elapsed = time.perf_counter() - started
-                real = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
-                window_tokens += real
-                rate = window_tokens / max(time.perf_counter() - window_start, 1e-9)
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{learning_rate(p.step, tc, self.cfg.model.d_model):.2e}", tok_s=f"{rate:.0f}")
-                if p.step % tc.log_every_steps == 0:
-                    self.metrics.write("train", step=p.step, epoch=p.epoch + 1, loss=loss, grad_norm=grad_norm,
-                                       lr=learning_rate(p.step, tc, self.cfg.model.d_model), tokens_per_s=rate, elapsed=p.elapsed)
-                    window_tokens, window_start = 0, time.perf_counter()
-                if p.step % tc.save_every_steps == 0:
-                    self.save_last()
-                if tc.validate_every_steps and p.step % tc.validate_every_steps == 0:
-                    self.validate()
-                stop = self.should_stop(time.perf_counter() - started)
-                if stop:
-                    break
-            bar.close()
+            stop, rate = self.run_epoch(clock)
             if stop is None:
                 p.epoch += 1
                 p.batch_in_epoch = 0
                 if not tc.validate_every_steps:
                     self.validate()
+                p.elapsed = time.perf_counter() - clock
                 self.log_epoch(rate)
-                stop = self.should_stop(time.perf_counter() - started)
-            p.elapsed = time.perf_counter() - started
+                stop = self.should_stop()
         if self.stop_signal is not None:
             self.save_last()
             raise Interrupted(
@@ -216,9 +195,44 @@ class Trainer:
             )
         if p.last_validated_step != p.step:
             self.validate()
+        p.elapsed = time.perf_counter() - clock
         self.save_last()
         self.log(f"training stopped: {stop or f'reached train.max_epochs={tc.max_epochs}'}")
         return p
+
+    def run_epoch(self, clock: float) -> tuple[str | None, float]:
+        """Train to the end of the epoch or a stop reason; returns it and the epoch's tokens/s."""
+        tc, p = self.cfg.train, self.progress
+        bar = self.progress_bar()
+        epoch_tokens, epoch_start = 0, time.perf_counter()
+        window_tokens, window_start = 0, time.perf_counter()
+        try:
+            for batches in self.epoch_updates():
+                applied_before = p.step
+                loss, grad_norm = self.update(batches)
+                p.batch_in_epoch += len(batches)
+                p.elapsed = time.perf_counter() - clock
+                tokens = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
+                epoch_tokens, window_tokens = epoch_tokens + tokens, window_tokens + tokens
+                rate = window_tokens / max(time.perf_counter() - window_start, 1e-9)
+                lr = learning_rate(p.step, tc, self.cfg.model.d_model)
+                bar.update(len(batches))
+                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}")
+                if p.step > applied_before and p.step % tc.log_every_steps == 0:
+                    self.metrics.write("train", step=p.step, epoch=p.epoch + 1, loss=loss, grad_norm=grad_norm,
+                                       lr=lr, tokens_per_s=rate, elapsed=p.elapsed)
+                    window_tokens, window_start = 0, time.perf_counter()
+                if p.step > applied_before and p.step % tc.save_every_steps == 0:
+                    self.save_last()
+                if p.step > applied_before and tc.validate_every_steps and p.step % tc.validate_every_steps == 0:
+                    self.validate()
+                    p.elapsed = time.perf_counter() - clock
+                stop = self.should_stop()
+                if stop:
+                    return stop, epoch_tokens / max(time.perf_counter() - epoch_start, 1e-9)
+        finally:
+            bar.close()
+        return None, epoch_tokens / max(time.perf_counter() - epoch_start, 1e-9)
 
     def validate(self) -> None:
         p = self.progress

@@ -117,6 +117,7 @@ class Validator:
     def finish(self, progress: Progress) -> dict[str, Any]:
         """Average (if configured), pick the final best.pt on val, score it on the test split."""
         tc = self.cfg.train
+        start = time.perf_counter()
         model = build_model(self.cfg.model, self.data.src_tok.vocab_size, self.data.tgt_tok.vocab_size).to(self.device)
         best_metric = progress.best_metric
         kept = self.run.step_checkpoints()[-tc.average_last:] if tc.average_last else []
@@ -141,6 +142,7 @@ class Validator:
             "epochs": progress.epoch,
             "training_minutes": round(progress.elapsed / 60, 2),
             "skipped_updates": progress.skipped_steps,
+            "averaging_and_test_minutes": round((time.perf_counter() - start) / 60, 2),
         }
         write_json(report, self.run.test_scores)
         return report

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mt_cli.config import TokenizerConfig
-from mt_cli.data import read_lines
+from mt_cli.corpus import read_lines
 from mt_cli.tokenizer import Tokenizer, train_tokenizer
 
 SMALL_VOCAB = 500

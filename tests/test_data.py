@@ -10,8 +10,9 @@ import datasets
 import pytest
 import torch
 
-from mt_cli import data
+from mt_cli import corpus
 from mt_cli.config import DataConfig
+from mt_cli.corpus import load_corpus, split_sizes
 from mt_cli.data import (
     Batch,
     TokenBatchSampler,
@@ -20,11 +21,9 @@ from mt_cli.data import (
     encoded_lists,
     filter_long,
     iterate_batches,
-    load_corpus,
     pad_sources,
     padding_fraction,
     sequence_lengths,
-    split_sizes,
 )
 from mt_cli.errors import DataError
 from mt_cli.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
@@ -263,7 +262,7 @@ def test_missing_corpus_names_where_it_looked(tmp_path: Path, monkeypatch: pytes
         raise ConnectionError("Couldn't reach 'bentrevett/multi30k' on the Hub")
 
     monkeypatch.delenv("MT_DATA_DIR", raising=False)
-    monkeypatch.setattr(data, "_load_hub", offline)
+    monkeypatch.setattr(corpus, "_load_hub", offline)
     with pytest.raises(DataError) as err:
         load_corpus(DataConfig())
     message = str(err.value)
@@ -299,5 +298,5 @@ def test_multi30k_sizes(data_dir: Path) -> None:
 
 
 def test_import_does_not_load_datasets() -> None:
-    code = "import sys, mt_cli.data; assert 'datasets' not in sys.modules"
+    code = "import sys, mt_cli.data, mt_cli.corpus; assert 'datasets' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -143,7 +143,7 @@ def test_stats(tiny: Tokenizer) -> None:
 
 
 def test_round_trip_on_multi30k(small_tokenizers: tuple[Tokenizer, Tokenizer], data_dir: Path) -> None:
-    from mt_cli.data import load_corpus
+    from mt_cli.corpus import load_corpus
 
     val = load_corpus(DataConfig(dir=str(data_dir)), ["val"])["val"]
     for tok, column in zip(small_tokenizers, ("src", "tgt"), strict=True):

@@ -100,7 +100,7 @@ def test_n_best_output(trained_run: Path) -> None:
 def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path) -> None:
     import sacrebleu
 
-    from mt_cli.data import read_lines
+    from mt_cli.corpus import read_lines
 
     hyps_path = tmp_path / "hyps.en"
     result = invoke("eval", "--bleu", "--run", str(trained_run), "--split", "val", "--beam", "1", "--json",
