@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import dataclasses
 import functools
 import math
 import platform
@@ -119,7 +120,12 @@ def _load(config: Path, overrides: list[str], run: Path | None, device: str, wor
           log: Callable[[str], None]) -> tuple[Translator, str]:  # fmt: skip
     """The model to measure (as a Translator) and a description of its weights."""
     if run is not None:
-        return Translator.from_run(run, device=device), f"trained ({run}/checkpoints/best.pt)"
+        # fp32 weights under autocast, as in training, so that the training rows train fp32
+        # parameters and both implementations decode the same way (`mt translate` goes one
+        # step further and casts the weights to bf16 once).
+        tr = Translator.from_run(run, device=device, amp="off")
+        tr = dataclasses.replace(tr, dtype=amp_dtype(tr.device, "auto"))
+        return tr, f"trained ({run}/checkpoints/best.pt)"
     cfg = load_config(config, overrides)
     train = load_corpus(cfg.data, ["train"])["train"]
     log(f"training throwaway tokenizers on {len(train):,} pairs (no --run)")

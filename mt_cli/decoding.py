@@ -36,31 +36,36 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_search(
     model: Transformer, src: torch.Tensor, src_mask: torch.Tensor, max_len_a: float, max_len_b: int
 ) -> list[list[int]]:
-    """The most probable next token at each step, batched, with the KV cache."""
+    """The most probable next token at each step, batched, with the KV cache.
+
+    Finished rows keep being fed (their output after EOS is cut off) until a quarter of the
+    batch has finished; then the batch is compacted. Compacting at every finished sentence
+    would copy every layer's cache at almost every step, which costs more than it saves.
+    """
     batch = src.size(0)
     limits = max_output_lengths(model, src_mask, max_len_a, max_len_b).cpu()  # (B,)
     memory = model.encode(src, src_mask)  # (B, S, D)
     cache = model.start_cache(memory, src_mask)
     out = torch.full((batch, int(limits.max())), EOS_ID, dtype=torch.long)  # (B, T)
-    alive = torch.arange(batch)  # original row of each live sentence
+    alive = torch.arange(batch)  # original row of each row still in the batch
+    done = torch.zeros(batch, dtype=torch.bool)  # (B_alive,) has produced EOS
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)  # (B_alive,)
     for t in range(out.size(1)):
         logits, cache, _ = model.step(tokens, cache)  # (B_alive, V)
         next_tokens = logits.float().log_softmax(-1).argmax(-1)  # same rule as beam search
-        at_limit = (limits[alive] <= t + 1).to(src.device)  # (B_alive,)
-        next_tokens = torch.where(at_limit, EOS_ID, next_tokens)
+        next_tokens = torch.where((limits[alive] <= t + 1).to(src.device), EOS_ID, next_tokens)
         next_cpu = next_tokens.cpu()
-        out[alive, t] = next_cpu
-        running = next_cpu != EOS_ID
-        if not running.any():
+        out[alive, t] = torch.where(done, EOS_ID, next_cpu)
+        done |= next_cpu == EOS_ID
+        if done.all():
             break
-        if not running.all():
-            keep = running.nonzero().squeeze(1)
-            alive = alive[keep]
+        if 4 * int(done.sum()) >= len(done):
+            keep = (~done).nonzero().squeeze(1)
+            alive, done = alive[keep], done[keep]
             cache = cache.select(keep.to(src.device))
             next_tokens = next_tokens[keep.to(src.device)]
         tokens = next_tokens
@@ -71,7 +76,7 @@ def _until_eos(row: list[int]) -> list[int]:
     return row[: row.index(EOS_ID)] if EOS_ID in row else row
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(
     model: Transformer,
     src: torch.Tensor,
@@ -154,7 +159,7 @@ def _eos_only(vocab: int, device: torch.device) -> torch.Tensor:
     return allowed
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def cross_attention(
     model: Transformer, src: torch.Tensor, src_mask: torch.Tensor, tokens: list[int]
 ) -> torch.Tensor:
