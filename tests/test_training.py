@@ -197,3 +197,13 @@ def test_two_process_gloo_ddp_trains(tmp_path, data_dir) -> None:
     payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     assert payload["progress"]["step"] == 6
     assert (run_dir / "checkpoints" / "best.pt").exists()
+
+
+@pytest.mark.slow
+def test_compiled_training_checkpoints_load_without_compile(tiny_config_path, tiny_data, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_steps=3", "train.compile=true")
+    trainer.fit()
+    payload = load_checkpoint(trainer.run.last)
+    assert not any(key.startswith("_orig_mod.") for key in payload["model"])
+    fresh = make_trainer(tiny_config_path, tiny_data, tmp_path / "fresh")
+    fresh.model.load_state_dict(payload["model"])
