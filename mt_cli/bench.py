@@ -60,30 +60,15 @@ from mt_cli.data import (
 )
 from mt_cli.decoding import beam_search, greedy_search, max_output_lengths
 from mt_cli.device import amp_dtype, autocast, resolve_device
-from mt_cli.model import Transformer, build_model, count_parameters
+from mt_cli.model import build_model, count_parameters
 from mt_cli.optim import make_optimizer
 from mt_cli.textbook import naive_greedy_batch, textbook_from
-from mt_cli.tokenizer import BOS_ID, EOS_ID, prepare_tokenizers
+from mt_cli.tokenizer import prepare_tokenizers
 from mt_cli.training import token_loss
 from mt_cli.translator import Translator
 
 NAIVE_BATCH = 128
 TEST_SPLIT = "test2016"
-
-
-def naive_greedy(model: Transformer, source: list[int], limit: int) -> list[int]:
-    """The textbook loop on our model, one sentence: re-run the whole decoder on the prefix at every step."""
-    src, src_mask = pad_sources([source])
-    memory = model.encode(src, src_mask)
-    prefix = [BOS_ID]
-    for _ in range(limit):
-        batch = collate([source], [prefix + [EOS_ID]])
-        logits = model.decode(batch.tgt_in, memory, src_mask, batch.tgt_mask)  # (1, T, V)
-        token = int(logits[0, -1].float().log_softmax(-1).argmax())
-        if token == EOS_ID or len(prefix) == limit:
-            break
-        prefix.append(token)
-    return prefix[1:]
 
 
 @dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mt_cli.bench import naive_greedy
 from mt_cli.config import ModelConfig
 from mt_cli.data import collate, pad_sources
 from mt_cli.decoding import beam_search, cross_attention, greedy_search, length_penalty, max_output_lengths
@@ -25,6 +24,21 @@ def random_sources(n: int, seed: int = 1) -> list[list[int]]:
     g = torch.Generator().manual_seed(seed)
     lengths = torch.randint(1, 12, (n,), generator=g).tolist()
     return [torch.randint(4, VOCAB, (length,), generator=g).tolist() + [EOS_ID] for length in lengths]
+
+
+def naive_greedy(model: Transformer, source: list[int], limit: int) -> list[int]:
+    """The textbook loop on our model, one sentence: re-run the whole decoder on the prefix at every step."""
+    src, src_mask = pad_sources([source])
+    memory = model.encode(src, src_mask)
+    prefix = [BOS_ID]
+    for _ in range(limit):
+        batch = collate([source], [prefix + [EOS_ID]])
+        logits = model.decode(batch.tgt_in, memory, src_mask, batch.tgt_mask)  # (1, T, V)
+        token = int(logits[0, -1].float().log_softmax(-1).argmax())
+        if token == EOS_ID or len(prefix) == limit:
+            break
+        prefix.append(token)
+    return prefix[1:]
 
 
 @torch.no_grad()
