@@ -100,7 +100,7 @@ def train(
     except Interrupted as stop:
         typer.echo(str(stop), err=True)
         raise typer.Exit(130) from None
-    if report:
+    if report and report["scores"]:
         typer.echo(f"\n{report['split']} ({report['updates']} updates, {report['training_minutes']} min of training)")
         typer.echo(f"{'decoding':<10}{'BLEU':>8}{'chrF':>8}{'sent/s':>9}")
         for name, s in report["scores"].items():
