@@ -165,7 +165,7 @@ def translate(
 @app.command("eval")
 @user_errors
 def evaluate(
-    bleu: Annotated[bool, typer.Option("--bleu/--no-bleu", help="Report sacreBLEU (always on; the flag documents intent).")] = True,
+    bleu: Annotated[bool, typer.Option("--bleu/--no-bleu", help="Report sacreBLEU (default); --no-bleu prints chrF only.")] = True,
     run: RunOption = DEFAULT_RUN,
     split: Annotated[str, typer.Option(help="Split to score: val, test2016, test2017, mscoco2017, test2018.")] = "test2016",
     src: Annotated[Path | None, typer.Option(help="Score on this source file instead of a split (needs --ref).")] = None,
