@@ -71,7 +71,7 @@ class TrainConfig:
     optimizer_eps: float = 1e-9
     weight_decay: float = 0.0
     lr: float = 7e-4
-    schedule: Literal["inverse_sqrt", "noam", "constant"] = "inverse_sqrt"
+    schedule: Literal["inverse_sqrt", "noam", "constant", "cosine", "linear"] = "inverse_sqrt"
     warmup_steps: int = 1000
     label_smoothing: float = 0.1
     clip_norm: float = 1.0  # 0 disables clipping
@@ -284,6 +284,11 @@ def check_consistency(cfg: Config) -> None:
         f"train.average_last={t.average_last} cannot exceed train.keep_last={t.keep_last}",
     )
     _require(t.schedule == "constant" or t.warmup_steps >= 1, f"train.schedule={t.schedule} needs train.warmup_steps >= 1")
+    _require(
+        t.schedule not in ("cosine", "linear") or t.max_steps > t.warmup_steps,
+        f"train.schedule={t.schedule} decays to zero at train.max_steps, which must exceed "
+        f"train.warmup_steps={t.warmup_steps} (got {t.max_steps})",
+    )
     _require(dec.beam_size >= 1, f"decode.beam_size={dec.beam_size} must be at least 1")
     _require(dec.max_len_a >= 0 and dec.max_len_b >= 1, "decode.max_len_a must be >= 0 and decode.max_len_b >= 1")
     _require(dec.max_tokens >= m.max_positions, f"decode.max_tokens={dec.max_tokens} must be >= model.max_positions={m.max_positions}")

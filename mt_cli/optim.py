@@ -16,11 +16,20 @@ def learning_rate(step: int, cfg: TrainConfig, d_model: int) -> float:
     inverse_sqrt: peaks at ``lr`` after ``warmup_steps``, then decays as 1/sqrt(step).
     noam: Vaswani et al. 2017, ``lr`` as the scale factor times d_model^-0.5.
     constant: ``lr`` after warmup.
+    cosine / linear: from ``lr`` after warmup down to 0 at ``max_steps`` (annealing to zero
+    is what makes a short, fixed-length run end at a good point rather than a noisy one).
     """
     step = max(step, 1)
     warmup = cfg.warmup_steps
+    if cfg.schedule in ("constant", "cosine", "linear") and step < warmup:
+        return cfg.lr * step / warmup
     if cfg.schedule == "constant":
-        return cfg.lr * min(1.0, step / warmup) if warmup else cfg.lr
+        return cfg.lr
+    if cfg.schedule in ("cosine", "linear"):
+        progress = min(1.0, (step - warmup) / max(1, cfg.max_steps - warmup))
+        if cfg.schedule == "linear":
+            return cfg.lr * (1.0 - progress)
+        return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
     if cfg.schedule == "noam":
         return cfg.lr * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
     return cfg.lr * min(step / warmup, math.sqrt(warmup / step))

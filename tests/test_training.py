@@ -18,7 +18,7 @@ from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
 from mt_cli.config import load_config
 from mt_cli.data import collate
 from mt_cli.distributed import Distributed
-from mt_cli.errors import CheckpointError
+from mt_cli.errors import CheckpointError, ConfigError
 from mt_cli.optim import learning_rate
 from mt_cli.training import Trainer, TrainingError, token_loss
 
@@ -156,6 +156,19 @@ def test_learning_rate_schedules() -> None:
     assert learning_rate(400, cfg, 64) == pytest.approx(5e-4)  # 1/sqrt decay
     noam = load_config(Path(__file__).parent.parent / "configs" / "tiny.yaml", ["train.schedule=noam", "train.warmup_steps=100", "train.lr=2"]).train
     assert learning_rate(100, noam, 64) == pytest.approx(2 * 64**-0.5 * 100**-0.5)
+    tiny = Path(__file__).parent.parent / "configs" / "tiny.yaml"
+    for schedule, midpoint in (("cosine", 5e-4), ("linear", 5e-4)):
+        cfg = load_config(tiny, [f"train.schedule={schedule}", "train.warmup_steps=100", "train.lr=1e-3", "train.max_steps=300"]).train
+        assert learning_rate(50, cfg, 64) == pytest.approx(5e-4)
+        assert learning_rate(100, cfg, 64) == pytest.approx(1e-3)
+        assert learning_rate(200, cfg, 64) == pytest.approx(midpoint)
+        assert learning_rate(300, cfg, 64) == pytest.approx(0.0, abs=1e-12)
+        assert learning_rate(400, cfg, 64) == pytest.approx(0.0, abs=1e-12)  # stays at zero past the end
+    cfg = load_config(tiny, ["train.schedule=cosine", "train.warmup_steps=100", "train.lr=1e-3", "train.max_steps=1000"]).train
+    assert learning_rate(325, cfg, 64) == pytest.approx(1e-3 * 0.5 * (1 + math.cos(math.pi * 0.25)))
+    assert learning_rate(325, cfg, 64) > 1e-3 * (1 - 0.25)  # cosine stays higher than linear early on
+    with pytest.raises(ConfigError, match="max_steps"):
+        load_config(tiny, ["train.schedule=cosine", "train.max_steps=0"])
 
 
 def run_mt(*args: str, env: dict | None = None, timeout: int = 240) -> subprocess.CompletedProcess:
