@@ -56,7 +56,7 @@ def greedy_search(
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)  # (B_alive,)
     for t in range(out.size(1)):
         logits, cache, _ = model.step(tokens, cache)  # (B_alive, V)
-        next_tokens = logits.float().log_softmax(-1).argmax(-1)  # same rule as beam search
+        next_tokens = logits.argmax(-1)  # log_softmax is monotonic: no need to normalise
         next_tokens = torch.where((limits[alive] <= t + 1).to(src.device), EOS_ID, next_tokens)
         next_cpu = next_tokens.cpu()
         out[alive, t] = torch.where(done, EOS_ID, next_cpu)
@@ -89,68 +89,76 @@ def beam_search(
 ) -> list[list[Hypothesis]]:
     """Batched beam search; returns the ``n_best`` hypotheses per sentence, best first.
 
-    A sentence is finished once ``beam_size`` hypotheses have ended with EOS (or it reached its
-    length limit); finished sentences leave the batch. With ``beam_size=1`` this is exactly
-    greedy search.
+    Each step takes the 2k best extensions per sentence: those ending in EOS within the top k
+    become finished hypotheses, the best k others continue. A sentence is finished once
+    ``beam_size`` hypotheses have ended (or it reached its length limit); finished sentences
+    leave the batch. With ``beam_size=1`` this is exactly greedy search. Selection runs on
+    tensors; only the few finished hypotheses are read back per step.
     """
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
     batch, k, device = src.size(0), beam_size, src.device
-    limits = max_output_lengths(model, src_mask, max_len_a, max_len_b).tolist()
+    limits = max_output_lengths(model, src_mask, max_len_a, max_len_b)  # (B,)
     memory = model.encode(src, src_mask)  # (B, S, D)
-    cache = model.start_cache(memory, src_mask).select(torch.arange(batch, device=device).repeat_interleave(k))
-    scores = torch.full((batch, k), float("-inf"), device=device)  # (B_alive, k) summed log-probs
+    cache = model.start_cache(memory, src_mask).expand_beams(k)
+    scores = torch.full((batch, k), float("-inf"), device=device)  # (N, k) summed log-probs, N live sentences
     scores[:, 0] = 0.0  # all beams start identical: let only the first one expand
-    history = torch.full((batch * k, 0), BOS_ID, dtype=torch.long, device=device)  # (B_alive*k, t)
-    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
+    history = torch.full((batch * k, 0), BOS_ID, dtype=torch.long, device=device)  # (N*k, t)
+    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (N*k,)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    alive = list(range(batch))  # original index of each live sentence
-    for t in range(max(limits)):
-        logits, cache, _ = model.step(tokens, cache)  # (B_alive*k, V)
-        log_probs = logits.float().log_softmax(-1)  # (B_alive*k, V)
-        at_limit = torch.tensor([t + 1 >= limits[s] for s in alive], device=device).repeat_interleave(k)
-        log_probs[at_limit] = log_probs[at_limit].where(_eos_only(log_probs.size(-1), device), float("-inf"))
-        vocab = log_probs.size(-1)
-        candidates = (scores.view(-1, 1) + log_probs).view(len(alive), k * vocab)  # (B_alive, k*V)
-        top_scores, top_ids = candidates.topk(2 * k, dim=-1)  # (B_alive, 2k)
-        top_beams, top_tokens = top_ids // vocab, top_ids % vocab
-        top_rows = top_beams + torch.arange(len(alive), device=device).unsqueeze(1) * k  # (B_alive, 2k)
-        next_rows, next_tokens, next_scores, keep = [], [], [], []
-        cpu = (top_scores.tolist(), top_tokens.tolist(), top_rows.tolist())
-        for i, sentence in enumerate(alive):
-            chosen = 0
-            for rank, (score, token, row) in enumerate(zip(cpu[0][i], cpu[1][i], cpu[2][i])):
-                if score == float("-inf"):
-                    break
-                if token == EOS_ID:
-                    if rank < k:  # an EOS outside the top k would never have been kept by greedy
-                        words = history[row].tolist()
-                        length = len(words) + 1
-                        finished[sentence].append(Hypothesis(words, score / length_penalty(length, alpha)))
-                    continue
-                if chosen < k:
-                    next_rows.append(row)
-                    next_tokens.append(token)
-                    next_scores.append(score)
-                    chosen += 1
-            if len(finished[sentence]) < k and chosen == k:
-                keep.append(i)
-            else:
-                del next_rows[len(next_rows) - chosen :], next_tokens[len(next_tokens) - chosen :]
-                del next_scores[len(next_scores) - chosen :]
-        if not keep:
+    n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (N,)
+    alive = torch.arange(batch, device=device)  # (N,) original index of each live sentence
+    ranks = torch.arange(2 * k, device=device)  # (2k,)
+    for t in range(int(limits.max())):
+        logits, cache, _ = model.step(tokens, cache)  # (N*k, V) fp32, a fresh tensor
+        normaliser = logits.logsumexp(-1, keepdim=True)  # (N*k, 1): log-prob = logit - normaliser
+        at_limit = (limits[alive] <= t + 1).repeat_interleave(k)  # (N*k,) only EOS may follow
+        if bool(at_limit.any()):
+            logits[at_limit] = logits[at_limit].where(_eos_only(logits.size(-1), device), float("-inf"))
+        # A sentence's best 2k extensions are among the best 2k of each of its hypotheses: rank
+        # within each row first, and never build the (N, k*V) table of every extension.
+        row_logits, row_tokens = logits.topk(2 * k, dim=-1)  # (N*k, 2k)
+        row_scores = scores.view(-1, 1) + (row_logits - normaliser)  # (N*k, 2k) summed log-probs
+        top_scores, top_ids = row_scores.view(len(alive), -1).topk(2 * k, dim=-1)  # (N, 2k), best first
+        top_tokens = row_tokens.view(len(alive), -1).gather(1, top_ids)  # (N, 2k)
+        top_rows = top_ids // (2 * k) + torch.arange(len(alive), device=device).unsqueeze(1) * k  # (N, 2k)
+        possible = top_scores > float("-inf")  # (N, 2k)
+        is_eos = top_tokens == EOS_ID
+        # An EOS outside the top k would never have been kept by greedy search: drop it.
+        ended = is_eos & possible & (ranks < k)  # (N, 2k)
+        _collect(finished, ended, alive, top_scores, top_rows, history, alpha)
+        n_finished += ended.sum(-1)
+        going_on = ~is_eos & possible  # (N, 2k)
+        chosen = going_on & (going_on.cumsum(-1) <= k)  # (N, 2k) the best k that go on
+        keep = (n_finished < k) & (chosen.sum(-1) == k)  # (N,)
+        if not bool(keep.any()):
             break
-        rows = torch.tensor(next_rows, device=device)  # (B_keep*k,)
-        history = torch.cat([history[rows], torch.tensor(next_tokens, device=device).unsqueeze(1)], dim=1)
-        scores = torch.tensor(next_scores, device=device).view(len(keep), k)
-        tokens = history[:, -1]
-        if len(keep) < len(alive):
-            # Dropping finished sentences needs a full select; beams only reorder self-attention.
-            cache = cache.select(rows)
-        else:
-            cache = cache.reorder(rows)
-        alive = [alive[i] for i in keep]
+        positions = chosen[keep].nonzero()[:, 1].view(-1, k)  # (N', k) exactly k per kept sentence
+        rows = top_rows[keep].gather(1, positions).view(-1)  # (N'*k,)
+        tokens = top_tokens[keep].gather(1, positions).view(-1)  # (N'*k,)
+        scores = top_scores[keep].gather(1, positions)  # (N', k)
+        history = torch.cat([history[rows], tokens.unsqueeze(1)], dim=1)  # (N'*k, t+1)
+        # Dropping finished sentences needs a full select; beams only reorder self-attention.
+        cache = cache.reorder(rows) if bool(keep.all()) else cache.select(rows)
+        alive, n_finished = alive[keep], n_finished[keep]
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
+
+
+def _collect(
+    finished: list[list[Hypothesis]],
+    ended: torch.Tensor,
+    alive: torch.Tensor,
+    top_scores: torch.Tensor,
+    top_rows: torch.Tensor,
+    history: torch.Tensor,
+    alpha: float,
+) -> None:
+    """Append the hypotheses marked in ``ended`` (N, 2k) to their sentences' finished lists."""
+    sentences = alive.unsqueeze(1).expand_as(ended)[ended].tolist()
+    scores = top_scores[ended].tolist()
+    words = history[top_rows[ended]].tolist()  # each without BOS, before the EOS
+    for sentence, score, tokens in zip(sentences, scores, words):
+        finished[sentence].append(Hypothesis(tokens, score / length_penalty(len(tokens) + 1, alpha)))
 
 
 def _eos_only(vocab: int, device: torch.device) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Transformer building blocks: attention, feed-forward, encoder/decoder layers, positions, KV cache.
+"""Transformer building blocks: attention, feed-forward, encoder/decoder layers, positions.
 
 Shapes: B batch, S source length, T target length, D d_model, H heads, Dh = D // H.
 Activations are batch-first: (B, T, D).
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from mt_cli.cache import LayerCache
 from mt_cli.dropout import Dropout
 
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
@@ -146,6 +146,23 @@ class CrossAttention(MultiHeadAttention):
         q = self._heads(self.q(x), 1)[0]  # (B, H, T, Dh)
         return self.attend(q, k, v, mask, need_weights)
 
+    def step(
+        self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """One position for G hypotheses per source: x (B*G, 1, D), rows grouped by source, onto
+        that source's k/v (B, H, S, Dh) and mask (B, 1, 1, S).
+
+        Each source's G queries attend as one (G, S) block, so beams share one copy of the
+        source's k/v instead of reading a copy each. Returns (B*G, 1, D) and, if asked, the
+        weights (B*G, H, 1, S).
+        """
+        sources = k.size(0)
+        q = self.q(x).view(sources, -1, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, G, Dh)
+        out, weights = self.attend(q, k, v, mask, need_weights)  # (B, G, D), (B, H, G, S)
+        if weights is not None:
+            weights = weights.transpose(1, 2).reshape(-1, self.n_heads, 1, weights.size(-1))  # (B*G, H, 1, S)
+        return out.reshape(-1, 1, self.d_model), weights  # (B*G, 1, D)
+
 
 class FeedForward(nn.Module):
     """Position-wise D -> d_ff -> D with ReLU or GELU and dropout on the hidden activations."""
@@ -193,52 +210,6 @@ class EncoderLayer(nn.Module):
             return x + self.dropout(self.ffn(self.norm2(x)))
         x = self.norm1(x + self.dropout(self.self_attn(x, src_mask)[0]))
         return self.norm2(x + self.dropout(self.ffn(x)))
-
-
-@dataclass
-class LayerCache:
-    """One decoder layer's keys/values, each (B, H, length, Dh) or (B, H, S, Dh) for cross."""
-
-    self_k: Tensor
-    self_v: Tensor
-    cross_k: Tensor
-    cross_v: Tensor
-
-
-@dataclass
-class DecoderCache:
-    """Incremental-decoding state: per-layer caches, the source mask (B, 1, 1, S) and the number
-    of target positions already decoded (the position of the next step).
-
-    Cross-attention k/v are computed once per source when the cache is created. Methods return
-    a new cache and leave this one untouched.
-    """
-
-    layers: list[LayerCache]
-    src_mask: Tensor
-    length: int
-
-    @property
-    def batch_size(self) -> int:
-        return self.src_mask.shape[0]
-
-    def reorder(self, index: Tensor) -> DecoderCache:
-        """Beam reordering: ``index`` (B,) picks, per row, a hypothesis of the same source, so only
-        the self-attention history moves; cross k/v and the source mask stay as they are."""
-        layers = [
-            LayerCache(c.self_k.index_select(0, index), c.self_v.index_select(0, index), c.cross_k, c.cross_v)
-            for c in self.layers
-        ]
-        return DecoderCache(layers, self.src_mask, self.length)
-
-    def select(self, index: Tensor) -> DecoderCache:
-        """Keep/repeat rows ``index`` (B',) of everything: drop finished sentences, or expand
-        sources to beams with ``arange(B).repeat_interleave(k)``."""
-        layers = [
-            LayerCache(*(t.index_select(0, index) for t in (c.self_k, c.self_v, c.cross_k, c.cross_v)))
-            for c in self.layers
-        ]
-        return DecoderCache(layers, self.src_mask.index_select(0, index), self.length)
 
 
 class DecoderLayer(nn.Module):
@@ -291,18 +262,18 @@ class DecoderLayer(nn.Module):
     def step(
         self, x: Tensor, cache: LayerCache, src_mask: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, LayerCache, Tensor | None]:
-        """One position x (B, 1, D) -> (B, 1, D), the extended cache and, if asked, the
-        cross-attention weights (B, H, 1, S)."""
+        """One position x (B*G, 1, D) -> (B*G, 1, D), the extended cache and, if asked, the
+        cross-attention weights (B*G, H, 1, S); G hypotheses per source (see ``DecoderCache``)."""
         if self.norm_first:
             sa, k, v = self.self_attn.step(self.norm1(x), cache.self_k, cache.self_v)
             x = x + self.dropout(sa)
-            ca, w = self.cross_attn(self.norm2(x), cache.cross_k, cache.cross_v, src_mask, need_weights)
+            ca, w = self.cross_attn.step(self.norm2(x), cache.cross_k, cache.cross_v, src_mask, need_weights)
             x = x + self.dropout(ca)
             x = x + self.dropout(self.ffn(self.norm3(x)))
         else:
             sa, k, v = self.self_attn.step(x, cache.self_k, cache.self_v)
             x = self.norm1(x + self.dropout(sa))
-            ca, w = self.cross_attn(x, cache.cross_k, cache.cross_v, src_mask, need_weights)
+            ca, w = self.cross_attn.step(x, cache.cross_k, cache.cross_v, src_mask, need_weights)
             x = self.norm2(x + self.dropout(ca))
             x = self.norm3(x + self.dropout(self.ffn(x)))
         return x, LayerCache(k, v, cache.cross_k, cache.cross_v), w

@@ -24,10 +24,11 @@ import math
 import torch
 from torch import Tensor, nn
 
+from mt_cli.cache import DecoderCache
 from mt_cli.config import ModelConfig
 from mt_cli.dropout import Dropout
 from mt_cli.errors import ConfigError
-from mt_cli.layers import DecoderCache, DecoderLayer, EncoderLayer, PositionalEncoding
+from mt_cli.layers import DecoderLayer, EncoderLayer, PositionalEncoding
 
 
 class Transformer(nn.Module):
@@ -123,7 +124,7 @@ class Transformer(nn.Module):
     def step(
         self, tokens: Tensor, cache: DecoderCache, return_attention: bool = False
     ) -> tuple[Tensor, DecoderCache, Tensor | None]:
-        """Feed tokens (B,) at position ``cache.length``.
+        """Feed tokens (B*beams,), one per hypothesis, at position ``cache.length``.
 
         Returns fp32 logits (B, V) for the next position, the extended cache and, if asked, the
         last decoder layer's cross-attention weights averaged over heads (B, S).
@@ -138,7 +139,7 @@ class Transformer(nn.Module):
             if w is not None:
                 weights = w.mean(dim=1)[:, 0].float()  # (B, H, 1, S) -> (B, S)
         logits = self.output(self.decoder_norm(x[:, 0])).float()  # (B, V)
-        return logits, DecoderCache(layers, cache.src_mask, cache.length + 1), weights
+        return logits, DecoderCache(layers, cache.src_mask, cache.length + 1, cache.beams), weights
 
 
 def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Transformer:

@@ -14,11 +14,9 @@ from torch import nn
 
 from mt_cli.layers import (
     CrossAttention,
-    DecoderCache,
     DecoderLayer,
     EncoderLayer,
     FeedForward,
-    LayerCache,
     PositionalEncoding,
     SelfAttention,
 )
@@ -159,33 +157,3 @@ def test_positional_encoding_values_and_offset() -> None:
     torch.testing.assert_close(pe(x[:, :1], offset=7)[0, 0], table[7])
     with pytest.raises(ValueError, match="max_positions"):
         pe(torch.zeros(1, 3, 8), offset=48)
-
-
-def _cache(batch: int) -> DecoderCache:
-    def t(value: float, length: int) -> torch.Tensor:
-        return torch.arange(batch, dtype=torch.float32).view(batch, 1, 1, 1).expand(batch, 2, length, 4) + value
-
-    layer = LayerCache(t(0, 3), t(100, 3), t(200, 5), t(300, 5))
-    return DecoderCache([layer, layer], torch.arange(batch).view(batch, 1, 1, 1).expand(batch, 1, 1, 5) > -1, 3)
-
-
-def test_cache_reorder_moves_only_self_attention_history() -> None:
-    cache = _cache(4)
-    index = torch.tensor([1, 1, 3, 2])
-    new = cache.reorder(index)
-    assert new.length == 3 and new.src_mask is cache.src_mask
-    for layer in new.layers:
-        assert layer.self_k[:, 0, 0, 0].tolist() == [1, 1, 3, 2]
-        assert layer.self_v[:, 0, 0, 0].tolist() == [101, 101, 103, 102]
-        assert layer.cross_k[:, 0, 0, 0].tolist() == [200, 201, 202, 203]
-    assert cache.layers[0].self_k[:, 0, 0, 0].tolist() == [0, 1, 2, 3]  # the old cache is untouched
-
-
-def test_cache_select_moves_everything() -> None:
-    cache = _cache(3)
-    expand = torch.arange(3).repeat_interleave(2)
-    new = cache.select(expand).select(torch.tensor([0, 3, 5]))
-    assert new.batch_size == 3 and new.src_mask.shape == (3, 1, 1, 5)
-    for layer in new.layers:
-        assert layer.self_k[:, 0, 0, 0].tolist() == [0, 1, 2]
-        assert layer.cross_v[:, 0, 0, 0].tolist() == [300, 301, 302]

@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mt_cli.cache import DecoderCache
 from mt_cli.config import ModelConfig
 from mt_cli.errors import ConfigError
-from mt_cli.layers import DecoderCache
 from mt_cli.model import Transformer, build_model, count_parameters
 
 PAD, BOS, EOS = 0, 2, 3
@@ -99,7 +99,9 @@ def test_cached_steps_equal_full_decode(norm_first: bool) -> None:
     torch.testing.assert_close(stepped, full, atol=1e-5, rtol=1e-5)
 
 
-def test_cache_reorder_and_select_for_beams() -> None:
+@pytest.mark.parametrize("grouped", [True, False])
+def test_cache_reorder_and_select_for_beams(grouped: bool) -> None:
+    """Beams as one query block per source (expand_beams) or as copied sources: both exact."""
     model = tiny(norm_first=True)
     beams, steps_before = 3, 3
     src, _ = random_batch(2, 6, 1, src_lengths=[6, 4])
@@ -108,7 +110,12 @@ def test_cache_reorder_and_select_for_beams() -> None:
     hyps[:, 0] = BOS
     with torch.no_grad():
         memory = model.encode(src, src_mask(src))
-        cache = model.start_cache(memory, src_mask(src)).select(torch.arange(2).repeat_interleave(beams))
+        cache = model.start_cache(memory, src_mask(src))
+        if grouped:
+            cache = cache.expand_beams(beams)
+            assert cache.layers[0].cross_k.shape[0] == 2 and cache.batch_size == 2 * beams
+        else:
+            cache = cache.select(torch.arange(2).repeat_interleave(beams))
         _, cache = step_all(model, cache, hyps[:, :steps_before])
         # Each row takes over the history of another beam of the same source, as in beam search.
         index = torch.tensor([2, 0, 0, 4, 5, 3])
@@ -119,9 +126,9 @@ def test_cache_reorder_and_select_for_beams() -> None:
         full = logits_of(model, expanded, hyps)
         torch.testing.assert_close(stepped, full[:, steps_before:], atol=1e-5, rtol=1e-5)
 
-        # Dropping finished rows keeps the others exact.
-        keep = torch.tensor([1, 4])
-        more = torch.randint(4, 40, (2, 2))
+        # Dropping a finished source keeps the other exact, also when its beams move.
+        keep = torch.tensor([4, 3, 5])
+        more = torch.randint(4, 40, (3, 2))
         stepped, _ = step_all(model, cache.select(keep), more)
         full = logits_of(model, expanded[keep], torch.cat([hyps[keep], more], 1))
         torch.testing.assert_close(stepped, full[:, 7:], atol=1e-5, rtol=1e-5)

@@ -1,0 +1,80 @@
+"""The decoder's key/value cache for incremental decoding (greedy and beam search).
+
+Shapes: B sources, G hypotheses (beams) per source, H heads, t decoded positions, S source
+positions, Dh head width. Self-attention history has one row per hypothesis, (B*G, H, t, Dh);
+cross-attention keys/values have one row per source, (B, H, S, Dh), shared by its beams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's keys/values, each (B, H, length, Dh) or (B, H, S, Dh) for cross."""
+
+    self_k: Tensor
+    self_v: Tensor
+    cross_k: Tensor
+    cross_v: Tensor
+
+
+@dataclass
+class DecoderCache:
+    """Incremental-decoding state: per-layer caches, the source mask (B, 1, 1, S), the number of
+    target positions already decoded (the position of the next step) and the number of
+    hypotheses (beams) per source.
+
+    Rows are hypotheses, grouped by source: row = source * beams + beam. Self-attention history
+    has one row per hypothesis; cross-attention k/v, computed once per source when the cache is
+    created, have one row per source and are shared by its beams. Methods return a new cache
+    and leave this one untouched.
+    """
+
+    layers: list[LayerCache]
+    src_mask: Tensor
+    length: int
+    beams: int = 1
+
+    @property
+    def batch_size(self) -> int:
+        """Rows fed per step: sources times beams."""
+        return self.src_mask.shape[0] * self.beams
+
+    def expand_beams(self, beams: int) -> DecoderCache:
+        """``beams`` hypotheses per source (from a one-per-source cache); cross k/v are not copied."""
+        if self.beams != 1:
+            raise ValueError(f"expand_beams needs a cache with one hypothesis per source, not {self.beams}")
+        index = torch.arange(self.src_mask.shape[0], device=self.src_mask.device).repeat_interleave(beams)
+        layers = [
+            LayerCache(c.self_k.index_select(0, index), c.self_v.index_select(0, index), c.cross_k, c.cross_v)
+            for c in self.layers
+        ]
+        return DecoderCache(layers, self.src_mask, self.length, beams)
+
+    def reorder(self, index: Tensor) -> DecoderCache:
+        """Beam reordering: ``index`` (B*beams,) picks, per row, a hypothesis of the same source,
+        so only the self-attention history moves; cross k/v and the source mask stay as they are."""
+        layers = [
+            LayerCache(c.self_k.index_select(0, index), c.self_v.index_select(0, index), c.cross_k, c.cross_v)
+            for c in self.layers
+        ]
+        return DecoderCache(layers, self.src_mask, self.length, self.beams)
+
+    def select(self, index: Tensor) -> DecoderCache:
+        """Keep rows ``index`` (B'*beams,), e.g. to drop finished sentences. With beams, ``index``
+        takes whole sources: each run of ``beams`` entries holds rows of one source (in any order,
+        so it may reorder beams at the same time)."""
+        sources = index[:: self.beams] // self.beams  # (B',) the source of each kept group
+        layers = [
+            LayerCache(
+                c.self_k.index_select(0, index), c.self_v.index_select(0, index),
+                c.cross_k.index_select(0, sources), c.cross_v.index_select(0, sources),
+            )  # fmt: skip
+            for c in self.layers
+        ]
+        return DecoderCache(layers, self.src_mask.index_select(0, sources), self.length, self.beams)
