@@ -10,7 +10,8 @@ The batches are on the device before the clock starts; every row has its own cop
 and its own optimizer, and one untimed warm-up step on its largest batch.
 
 Translation rows: sentences/s and generated tokens/s (EOS included) on the first N test2016
-sentences, in the translator's precision: our greedy and beam search with the KV cache, batched
+sentences, in the translator's precision (weights cast to it once, autocast on, as in
+``mt translate``): our greedy and beam search with the KV cache, batched
 as ``Translator`` batches (sorted by length, token budget), against the tutorial loop
 (``naive_greedy_batch``: batches of 128 in input order, the whole decoder re-run on the prefix at
 every step) on the textbook model. Without ``--run`` the weights are random: such a model rarely
@@ -171,9 +172,14 @@ def _decode(tr: Translator, search: Callable, batches: list, outputs: dict[int, 
 
 
 def _translate_rows(tr: Translator, lines: list[str], beam: int) -> list[Row]:
-    dec, model = tr.config.decode, tr.model
+    dec = tr.config.decode
     sources = tr.encode_sources(lines, warn=lambda message: None)
+    model = copy.deepcopy(tr.model)
     textbook = textbook_from(model, tr.config.model).eval()
+    if tr.dtype is not None:
+        # As `mt translate` does, for both: weights cast once, not re-cast by autocast every step.
+        model.to(dtype=tr.dtype)
+        textbook.to(dtype=tr.dtype)
     in_order = [list(range(i, min(i + NAIVE_BATCH, len(sources)))) for i in range(0, len(sources), NAIVE_BATCH)]
     searches = {
         "ours greedy": (tr.batches(sources, 1), lambda src, mask: greedy_search(model, src, mask, dec.max_len_a, dec.max_len_b)),

@@ -15,7 +15,8 @@ from torch import Tensor
 
 @dataclass
 class LayerCache:
-    """One decoder layer's keys/values, each (B, H, length, Dh) or (B, H, S, Dh) for cross."""
+    """One decoder layer's keys/values: self-attention buffers (B*G, H, capacity, Dh), of which
+    the first ``DecoderCache.length`` positions hold the history, and cross (B, H, S, Dh)."""
 
     self_k: Tensor
     self_v: Tensor
@@ -31,8 +32,12 @@ class DecoderCache:
 
     Rows are hypotheses, grouped by source: row = source * beams + beam. Self-attention history
     has one row per hypothesis; cross-attention k/v, computed once per source when the cache is
-    created, have one row per source and are shared by its beams. Methods return a new cache
-    and leave this one untouched.
+    created, have one row per source and are shared by its beams.
+
+    ``reorder`` and ``select`` return a new cache and leave this one untouched. A decoding step
+    writes the new position into the self-attention buffers in place (past this cache's
+    ``length``, so what this cache holds stays valid): continue from a cache at most once, and
+    ``select`` it first to branch.
     """
 
     layers: list[LayerCache]

@@ -113,17 +113,30 @@ class SelfAttention(MultiHeadAttention):
         q, k, v = self._heads(self.qkv(x), 3).unbind(0)  # each (B, H, T, Dh)
         return self.attend(q, k, v, mask, need_weights)
 
-    def step(self, x: Tensor, past_k: Tensor, past_v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """One new position x (B, 1, D) after past k/v (B, H, t, Dh).
+    def step(self, x: Tensor, past_k: Tensor, past_v: Tensor, length: int) -> tuple[Tensor, Tensor, Tensor]:
+        """One new position x (B, 1, D) after ``length`` cached positions of the k/v buffers
+        (B, H, capacity, Dh).
 
+        The new k/v are written in place at position ``length``; a full buffer is first replaced
+        by one of twice the capacity, so appending costs no copy of the history at most steps.
         No mask: the query is the newest position, so every cached key is in its past.
-        Returns the output (B, 1, D) and the extended k/v (B, H, t+1, Dh).
+        Returns the output (B, 1, D) and the buffers (B, H, capacity', Dh), now ``length + 1`` long.
         """
         q, k, v = self._heads(self.qkv(x), 3).unbind(0)  # each (B, H, 1, Dh)
-        k = torch.cat([past_k, k], dim=2)  # (B, H, t+1, Dh)
-        v = torch.cat([past_v, v], dim=2)  # (B, H, t+1, Dh)
-        out, _ = self.attend(q, k, v, None)
-        return out, k, v
+        if length == past_k.size(2):
+            past_k, past_v = _grown(past_k, length), _grown(past_v, length)
+        past_k[:, :, length] = k[:, :, 0]
+        past_v[:, :, length] = v[:, :, 0]
+        out, _ = self.attend(q, past_k[:, :, : length + 1], past_v[:, :, : length + 1], None)  # over (B, H, t+1, Dh)
+        return out, past_k, past_v
+
+
+def _grown(buffer: Tensor, length: int) -> Tensor:
+    """A copy of ``buffer`` (B, H, length, Dh) with room for twice as many positions (at least 8)."""
+    b, h, _, dh = buffer.shape
+    grown = buffer.new_empty(b, h, max(8, 2 * length), dh)
+    grown[:, :, :length] = buffer
+    return grown
 
 
 class CrossAttention(MultiHeadAttention):
@@ -260,18 +273,19 @@ class DecoderLayer(nn.Module):
         return self.norm3(x + self.dropout(self.ffn(x)))
 
     def step(
-        self, x: Tensor, cache: LayerCache, src_mask: Tensor, need_weights: bool = False
+        self, x: Tensor, cache: LayerCache, src_mask: Tensor, length: int, need_weights: bool = False
     ) -> tuple[Tensor, LayerCache, Tensor | None]:
-        """One position x (B*G, 1, D) -> (B*G, 1, D), the extended cache and, if asked, the
-        cross-attention weights (B*G, H, 1, S); G hypotheses per source (see ``DecoderCache``)."""
+        """One position x (B*G, 1, D) after ``length`` cached ones -> (B*G, 1, D), the extended
+        cache and, if asked, the cross-attention weights (B*G, H, 1, S); G hypotheses per source
+        (see ``DecoderCache``)."""
         if self.norm_first:
-            sa, k, v = self.self_attn.step(self.norm1(x), cache.self_k, cache.self_v)
+            sa, k, v = self.self_attn.step(self.norm1(x), cache.self_k, cache.self_v, length)
             x = x + self.dropout(sa)
             ca, w = self.cross_attn.step(self.norm2(x), cache.cross_k, cache.cross_v, src_mask, need_weights)
             x = x + self.dropout(ca)
             x = x + self.dropout(self.ffn(self.norm3(x)))
         else:
-            sa, k, v = self.self_attn.step(x, cache.self_k, cache.self_v)
+            sa, k, v = self.self_attn.step(x, cache.self_k, cache.self_v, length)
             x = self.norm1(x + self.dropout(sa))
             ca, w = self.cross_attn.step(x, cache.cross_k, cache.cross_v, src_mask, need_weights)
             x = self.norm2(x + self.dropout(ca))

@@ -134,7 +134,7 @@ class Transformer(nn.Module):
         layers = []
         weights = None
         for i, (layer, layer_cache) in enumerate(zip(self.decoder, cache.layers, strict=True)):
-            x, layer_cache, w = layer.step(x, layer_cache, cache.src_mask, return_attention and i == last)
+            x, layer_cache, w = layer.step(x, layer_cache, cache.src_mask, cache.length, return_attention and i == last)
             layers.append(layer_cache)
             if w is not None:
                 weights = w.mean(dim=1)[:, 0].float()  # (B, H, 1, S) -> (B, S)

@@ -121,13 +121,17 @@ def test_fully_masked_row_gives_zeros_not_nan() -> None:
 def test_self_attention_step_matches_full() -> None:
     torch.manual_seed(0)
     attn = SelfAttention(D, H, 0.0).eval()
-    x = torch.randn(2, 5, D)
-    full, _ = attn(x, torch.ones(5, 5, dtype=torch.bool).tril())
+    x = torch.randn(2, 20, D)
+    full, _ = attn(x, torch.ones(20, 20, dtype=torch.bool).tril())
     k = v = torch.zeros(2, H, 0, D // H)
-    for t in range(5):
-        out, k, v = attn.step(x[:, t : t + 1], k, v)
+    capacities = []
+    for t in range(20):
+        out, k, v = attn.step(x[:, t : t + 1], k, v, t)
         torch.testing.assert_close(out[:, 0], full[:, t], atol=1e-5, rtol=1e-5)
-    assert k.shape == (2, H, 5, D // H)
+        capacities.append(k.size(2))
+    assert capacities == [8] * 8 + [16] * 8 + [32] * 4  # grows by doubling, not at every step
+    _, k_again, _ = attn.step(x[:, 5:6], k, v, 5)  # writes position 5 in place: no new buffer
+    assert k_again.data_ptr() == k.data_ptr()
 
 
 def test_feed_forward_rejects_unknown_activation() -> None:
