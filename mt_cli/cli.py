@@ -40,6 +40,8 @@ CheckpointOption = Annotated[
 ]
 DeviceOption = Annotated[str, typer.Option("--device", help="auto | cpu | cuda.")]
 BeamOption = Annotated[int | None, typer.Option("--beam", "-b", min=1, help="Beam size (1 = greedy; default: the recipe's).")]
+LengthPenaltyOption = Annotated[float | None, typer.Option(
+    "--length-penalty", min=0.0, help="GNMT length penalty alpha for beam search (0 = off; default: the recipe's).")]
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -130,6 +132,7 @@ def translate(
     run: RunOption = DEFAULT_RUN,
     checkpoint: CheckpointOption = None,
     beam: BeamOption = None,
+    length_penalty: LengthPenaltyOption = None,
     n_best: Annotated[int, typer.Option(min=1, help="Print the N best hypotheses per line (Moses n-best format).")] = 1,
     input_file: Annotated[Path | None, typer.Option("--input", "-i", help="Read sentences from this file.")] = None,
     output_file: Annotated[Path | None, typer.Option("--output", "-o", help="Write translations to this file.")] = None,
@@ -140,7 +143,7 @@ def translate(
     from mt_cli.translator import Translator
 
     lines = read_input(text, input_file)
-    translator = Translator.from_run(run, checkpoint, device)
+    translator = Translator.from_run(run, checkpoint, device).with_length_penalty(length_penalty)
     beam_size = translator.config.decode.beam_size if beam is None else beam
     if n_best > beam_size:
         raise InputError(f"--n-best {n_best} cannot exceed the beam size {beam_size}")
@@ -171,6 +174,7 @@ def evaluate(
     src: Annotated[Path | None, typer.Option(help="Score on this source file instead of a split (needs --ref).")] = None,
     ref: Annotated[Path | None, typer.Option(help="Reference translations for --src.")] = None,
     beam: BeamOption = None,
+    length_penalty: LengthPenaltyOption = None,
     checkpoint: CheckpointOption = None,
     device: DeviceOption = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
@@ -179,7 +183,7 @@ def evaluate(
     """Score a trained run with sacreBLEU (detokenized, cased) and chrF."""
     from mt_cli.evaluation import evaluate_run
 
-    result = evaluate_run(run, split, src, ref, beam, checkpoint, device)
+    result = evaluate_run(run, split, src, ref, beam, length_penalty, checkpoint, device)
     if output_file is not None:
         output_file.write_text("".join(h + "\n" for h in result.evaluation.hypotheses), encoding="utf-8")
     if as_json:
@@ -187,7 +191,7 @@ def evaluate(
         return
     s = result.evaluation.scores
     seconds = result.evaluation.seconds
-    typer.echo(f"{result.name}: {s.sentences} sentences, beam {result.beam}, {seconds:.1f} s "
+    typer.echo(f"{result.name}: {s.sentences} sentences, beam {result.beam}, length penalty {result.length_penalty}, {seconds:.1f} s "
                f"({s.sentences / max(seconds, 1e-9):.1f} sentences/s)")
     if bleu:
         typer.echo(f"BLEU = {s.bleu:.2f}  ({s.bleu_signature})")

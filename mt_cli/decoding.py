@@ -17,6 +17,11 @@ import torch
 from mt_cli.model import Transformer
 from mt_cli.tokenizer import BOS_ID, EOS_ID
 
+# Greedy search drops finished sentences from the batch once 1/COMPACT_DIVISOR of it has
+# finished: each drop copies every layer's cache, so doing it at every finished sentence would
+# cost more than the rows it saves.
+COMPACT_DIVISOR = 4
+
 
 @dataclass(frozen=True)
 class Hypothesis:
@@ -42,9 +47,8 @@ def greedy_search(
 ) -> list[list[int]]:
     """The most probable next token at each step, batched, with the KV cache.
 
-    Finished rows keep being fed (their output after EOS is cut off) until a quarter of the
-    batch has finished; then the batch is compacted. Compacting at every finished sentence
-    would copy every layer's cache at almost every step, which costs more than it saves.
+    Finished rows keep being fed (their output after EOS is cut off) until 1/COMPACT_DIVISOR
+    of the batch has finished; then the batch is compacted.
     """
     batch = src.size(0)
     limits = max_output_lengths(model, src_mask, max_len_a, max_len_b).cpu()  # (B,)
@@ -63,7 +67,7 @@ def greedy_search(
         done |= next_cpu == EOS_ID
         if done.all():
             break
-        if 4 * int(done.sum()) >= len(done):
+        if COMPACT_DIVISOR * int(done.sum()) >= len(done):
             keep = (~done).nonzero().squeeze(1)
             alive, done = alive[keep], done[keep]
             cache = cache.select(keep.to(src.device))

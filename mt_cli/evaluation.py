@@ -64,11 +64,13 @@ def evaluate(translate: Callable[[list[str]], list[str]], sources: Sequence[str]
 class RunEvaluation:
     name: str  # the split, or the source file
     beam: int
+    length_penalty: float
     checkpoint: str
     evaluation: Evaluation
 
     def as_dict(self) -> dict[str, Any]:
-        return {"data": self.name, "beam": self.beam, "checkpoint": self.checkpoint, **self.evaluation.as_dict()}
+        return {"data": self.name, "beam": self.beam, "length_penalty": self.length_penalty,
+                "checkpoint": self.checkpoint, **self.evaluation.as_dict()}  # fmt: skip
 
 
 def evaluate_run(
@@ -77,6 +79,7 @@ def evaluate_run(
     src: Path | None,
     ref: Path | None,
     beam: int | None,
+    length_penalty: float | None,
     checkpoint: str | None,
     device: str,
 ) -> RunEvaluation:
@@ -91,7 +94,7 @@ def evaluate_run(
         sources, references, name = read_lines(src), read_lines(ref), str(src)
         if len(sources) != len(references):
             raise InputError(f"{src} has {len(sources)} lines but {ref} has {len(references)}")
-    translator = Translator.from_run(run_dir, checkpoint, device)
+    translator = Translator.from_run(run_dir, checkpoint, device).with_length_penalty(length_penalty)
     if src is None:
         from mt_cli.corpus import load_corpus
 
@@ -100,4 +103,4 @@ def evaluate_run(
     beam_size = translator.config.decode.beam_size if beam is None else beam
     result = evaluate(lambda lines: translator.translate_text(lines, beam_size=beam_size), sources, references)
     used = resolve_checkpoint(RunDir(Path(run_dir)), checkpoint)
-    return RunEvaluation(name, beam_size, str(used), result)
+    return RunEvaluation(name, beam_size, translator.config.decode.length_penalty, str(used), result)

@@ -7,6 +7,7 @@ model's positions is cut, with one warning naming the line.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,13 @@ class Translator:
         if dtype is not None:
             model.to(dtype=dtype)
         return cls(model, src_tok, tgt_tok, config, target, dtype)
+
+    def with_length_penalty(self, alpha: float | None) -> Translator:
+        """This translator with ``decode.length_penalty`` set to ``alpha`` (None: the recipe's)."""
+        if alpha is None:
+            return self
+        decode = dataclasses.replace(self.config.decode, length_penalty=alpha)
+        return dataclasses.replace(self, config=dataclasses.replace(self.config, decode=decode))
 
     def encode_sources(self, lines: Sequence[str], warn: Callable[[str], None]) -> list[list[int]]:
         """Source ids with EOS, cut to the model's positions (with one warning per cut line)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -95,6 +96,28 @@ def test_n_best_output(trained_run: Path) -> None:
     assert len(rows) == 3 and all(r[0] == "0" for r in rows)
     scores = [float(r[2]) for r in rows]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
+    scores = {}
+    for alpha in ("0", "2"):
+        result = invoke("translate", SENTENCES[1], "--run", str(trained_run), "--beam", "3", "--n-best", "3",
+                        "--length-penalty", alpha)  # fmt: skip
+        assert result.exit_code == 0, result.output
+        scores[alpha] = {row.split(" ||| ")[1]: float(row.split(" ||| ")[2]) for row in result.stdout.splitlines()}
+    shared = scores["0"].keys() & scores["2"].keys()
+    assert shared
+    for text in shared:
+        # alpha 0 prints the log-probability; alpha 2 divides it by ((5 + L) / 6) ** 2, L tokens with EOS.
+        length = 6 * math.sqrt(scores["0"][text] / scores["2"][text]) - 5
+        assert round(length) >= 1 and length == pytest.approx(round(length), abs=0.05)
+    src, ref = tmp_path / "src.de", tmp_path / "ref.en"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    ref.write_text("A man rides a bike.\n" * len(SENTENCES), encoding="utf-8")
+    result = invoke("eval", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--beam", "2",
+                    "--length-penalty", "0.5", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["length_penalty"] == 0.5
 
 
 def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path) -> None:
