@@ -55,11 +55,7 @@ class DecoderCache:
         if self.beams != 1:
             raise ValueError(f"expand_beams needs a cache with one hypothesis per source, not {self.beams}")
         index = torch.arange(self.src_mask.shape[0], device=self.src_mask.device).repeat_interleave(beams)
-        layers = [
-            LayerCache(c.self_k.index_select(0, index), c.self_v.index_select(0, index), c.cross_k, c.cross_v)
-            for c in self.layers
-        ]
-        return DecoderCache(layers, self.src_mask, self.length, beams)
+        return DecoderCache(self.reorder(index).layers, self.src_mask, self.length, beams)
 
     def reorder(self, index: Tensor) -> DecoderCache:
         """Beam reordering: ``index`` (B*beams,) picks, per row, a hypothesis of the same source,
