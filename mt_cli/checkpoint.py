@@ -50,6 +50,10 @@ class RunDir:
     def test_scores(self) -> Path:
         return self.root / "test.json"
 
+    def previous_training(self) -> list[Path]:
+        """What an earlier training left here; tokenizers and config.yaml (from `mt prepare`) do not count."""
+        return ([self.metrics] if self.metrics.exists() else []) + sorted(self.checkpoints.glob("*.pt"))
+
     def step_checkpoint(self, step: int) -> Path:
         return self.checkpoints / f"step{step:07d}.pt"
 

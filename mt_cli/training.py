@@ -279,6 +279,12 @@ def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] =
     try:
         if resume and not run.last.exists():
             raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
+        if not resume and (previous := run.previous_training()):
+            # A fresh start would mix its checkpoints and metrics with the old run's and replace best.pt.
+            raise CheckpointError(
+                f"{run.root} already holds a training run ({previous[0]}); continue it with "
+                f"`mt train --run-dir {run.root} --resume`, or train into another --run-dir"
+            )
         if dist.is_main:
             run.root.mkdir(parents=True, exist_ok=True)
             save_config(cfg, run.config)

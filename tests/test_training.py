@@ -183,6 +183,17 @@ def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
     assert not (tmp_path / "run").exists()
 
 
+def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, tiny_data, tmp_path, data_dir) -> None:
+    make_trainer(tiny_config_path, tiny_data, tmp_path / "run", "train.max_steps=2").fit()
+    last = tmp_path / "run" / "checkpoints" / "last.pt"
+    before = last.read_bytes()
+    result = run_mt("train", "--config", "configs/tiny.yaml", "--run-dir", str(tmp_path / "run"))
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "already holds a training run" in result.stderr
+    assert "--resume" in result.stderr
+    assert last.read_bytes() == before
+
+
 def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir) -> None:
     run_dir = tmp_path / "run"
     args = ["train", "--config", "configs/tiny.yaml", "--run-dir", str(run_dir),
