@@ -66,19 +66,6 @@ class DecoderCache:
         ]
         return DecoderCache(layers, self.src_mask, self.length, self.beams)
 
-    def reorder_in_place(self, index: Tensor) -> DecoderCache:
-        """``reorder`` that overwrites this cache: only rows that change (``index[row] != row``)
-        are copied, and only their ``length`` decoded positions. For beam search, which arranges
-        its beams so that most rows stay put; returns this cache."""
-        moved = (index != torch.arange(len(index), device=index.device)).nonzero().squeeze(1)  # (M,)
-        if len(moved):
-            parents = index[moved]  # (M,)
-            for c in self.layers:
-                for buffer in (c.self_k, c.self_v):
-                    history = buffer[:, :, : self.length]  # (B*G, H, t, Dh) view
-                    history.index_copy_(0, moved, history.index_select(0, parents))
-        return self
-
     def select(self, index: Tensor) -> DecoderCache:
         """Keep rows ``index`` (B'*beams,), e.g. to drop finished sentences. With beams, ``index``
         takes whole sources: each run of ``beams`` entries holds rows of one source (in any order,

@@ -95,10 +95,9 @@ def beam_search(
 
     Each step takes the 2k best extensions per sentence: those ending in EOS within the top k
     become finished hypotheses, the best k others continue. A sentence is finished once
-    ``beam_size`` hypotheses have ended (or it reached its length limit). As in greedy search,
-    finished sentences stay in the batch, ignored, until 1/COMPACT_DIVISOR of it has finished.
-    With ``beam_size=1`` this is exactly greedy search. Selection runs on tensors; only the few
-    finished hypotheses are read back per step.
+    ``beam_size`` hypotheses have ended (or it reached its length limit); finished sentences
+    leave the batch. With ``beam_size=1`` this is exactly greedy search. Selection runs on
+    tensors; only the few finished hypotheses are read back per step.
     """
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
@@ -106,15 +105,14 @@ def beam_search(
     limits = max_output_lengths(model, src_mask, max_len_a, max_len_b)  # (B,)
     memory = model.encode(src, src_mask)  # (B, S, D)
     cache = model.start_cache(memory, src_mask).expand_beams(k)
-    scores = torch.full((batch, k), float("-inf"), device=device)  # (N, k) summed log-probs, N sentences in the batch
+    scores = torch.full((batch, k), float("-inf"), device=device)  # (N, k) summed log-probs, N live sentences
     scores[:, 0] = 0.0  # all beams start identical: let only the first one expand
     history = torch.full((batch * k, 0), BOS_ID, dtype=torch.long, device=device)  # (N*k, t)
     tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (N*k,)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (N,)
-    alive = torch.arange(batch, device=device)  # (N,) original index of each sentence in the batch
+    alive = torch.arange(batch, device=device)  # (N,) original index of each live sentence
     ranks = torch.arange(2 * k, device=device)  # (2k,)
-    slots = torch.arange(k, device=device).expand(batch, k)  # (N, k) each beam's own slot
     for t in range(int(limits.max())):
         logits, cache, _ = model.step(tokens, cache)  # (N*k, V) fp32, a fresh tensor
         normaliser = logits.logsumexp(-1, keepdim=True)  # (N*k, 1): log-prob = logit - normaliser
@@ -127,56 +125,27 @@ def beam_search(
         row_scores = scores.view(-1, 1) + (row_logits - normaliser)  # (N*k, 2k) summed log-probs
         top_scores, top_ids = row_scores.view(len(alive), -1).topk(2 * k, dim=-1)  # (N, 2k), best first
         top_tokens = row_tokens.view(len(alive), -1).gather(1, top_ids)  # (N, 2k)
-        top_beams = top_ids // (2 * k)  # (N, 2k) the beam each extension extends
-        offsets = torch.arange(len(alive), device=device).unsqueeze(1) * k  # (N, 1) each sentence's first row
-        possible = top_scores > float("-inf")  # (N, 2k); finished sentences have no possible extension
+        top_rows = top_ids // (2 * k) + torch.arange(len(alive), device=device).unsqueeze(1) * k  # (N, 2k)
+        possible = top_scores > float("-inf")  # (N, 2k)
         is_eos = top_tokens == EOS_ID
         # An EOS outside the top k would never have been kept by greedy search: drop it.
         ended = is_eos & possible & (ranks < k)  # (N, 2k)
-        _collect(finished, ended, alive, top_scores, top_beams + offsets, history, alpha)
+        _collect(finished, ended, alive, top_scores, top_rows, history, alpha)
         n_finished += ended.sum(-1)
         going_on = ~is_eos & possible  # (N, 2k)
         chosen = going_on & (going_on.cumsum(-1) <= k)  # (N, 2k) the best k that go on
-        live = (n_finished < k) & (chosen.sum(-1) == k)  # (N,)
-        if not bool(live.any()):
+        keep = (n_finished < k) & (chosen.sum(-1) == k)  # (N,)
+        if not bool(keep.any()):
             break
-        # Finished sentences keep k placeholder beams: their own slots, EOS, score -inf.
-        chosen = torch.where(live.unsqueeze(1), chosen, ranks < k)
-        positions = chosen.nonzero()[:, 1].view(-1, k)  # (N, k) exactly k per sentence
-        beams = torch.where(live.unsqueeze(1), top_beams.gather(1, positions), slots[: len(alive)])  # (N, k)
-        order = _fewest_moves(beams)  # (N, k)
-        positions, beams = positions.gather(1, order), beams.gather(1, order)
-        tokens = torch.where(live.unsqueeze(1), top_tokens.gather(1, positions), EOS_ID).view(-1)  # (N*k,)
-        scores = torch.where(live.unsqueeze(1), top_scores.gather(1, positions), float("-inf"))  # (N, k)
-        rows = (beams + offsets).view(-1)  # (N*k,) the cache row each beam continues
-        history = torch.cat([history[rows], tokens.unsqueeze(1)], dim=1)  # (N*k, t+1)
-        if COMPACT_DIVISOR * int((~live).sum()) >= len(live):
-            keep = live.nonzero().squeeze(1)  # (N',)
-            kept_rows = (keep.unsqueeze(1) * k + slots[: len(keep)]).view(-1)  # (N'*k,)
-            cache = cache.select(rows[kept_rows])  # drops finished sentences and reorders beams
-            history, tokens, scores = history[kept_rows], tokens[kept_rows], scores[keep]
-            alive, n_finished = alive[keep], n_finished[keep]
-        else:
-            cache = cache.reorder_in_place(rows)
+        positions = chosen[keep].nonzero()[:, 1].view(-1, k)  # (N', k) exactly k per kept sentence
+        rows = top_rows[keep].gather(1, positions).view(-1)  # (N'*k,)
+        tokens = top_tokens[keep].gather(1, positions).view(-1)  # (N'*k,)
+        scores = top_scores[keep].gather(1, positions)  # (N', k)
+        history = torch.cat([history[rows], tokens.unsqueeze(1)], dim=1)  # (N'*k, t+1)
+        # Dropping finished sentences needs a full select; beams only reorder self-attention.
+        cache = cache.reorder(rows) if bool(keep.all()) else cache.select(rows)
+        alive, n_finished = alive[keep], n_finished[keep]
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
-
-
-def _fewest_moves(beams: torch.Tensor) -> torch.Tensor:
-    """An order of each sentence's k continuing hypotheses (N, k) that moves the fewest cache rows.
-
-    ``beams`` holds the beam each hypothesis extends. Which slot a hypothesis takes does not
-    matter to the search, but every hypothesis not in its parent's slot costs a copy of its
-    self-attention history. So the first child of each beam keeps the parent's slot and the
-    others fill the free slots in order. Returns (N, k): the index into ``beams`` for each slot.
-    """
-    k = beams.size(1)
-    parent_of = torch.nn.functional.one_hot(beams, k)  # (N, k hypotheses, k slots)
-    first = (parent_of.cumsum(1) * parent_of).sum(-1) == 1  # (N, k) the first child of its beam
-    claimed = parent_of.any(1)  # (N, k) slots that a first child keeps
-    free = (claimed.long() * k + torch.arange(k, device=beams.device)).argsort(-1)  # (N, k) free slots first
-    rank = (~first).long().cumsum(-1) - 1  # (N, k) position among the other children
-    slot = torch.where(first, beams, free.gather(1, rank.clamp(min=0)))  # (N, k) a permutation per row
-    return slot.argsort(-1)
 
 
 def _collect(

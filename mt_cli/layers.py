@@ -4,8 +4,7 @@ Shapes: B batch, S source length, T target length, D d_model, H heads, Dh = D //
 Activations are batch-first: (B, T, D).
 
 Masks are boolean with True = may attend (the convention of ``F.scaled_dot_product_attention``)
-and are passed to SDPA as they are, never converted to additive floats (the explicit path used
-for CPU inference applies them with ``masked_fill`` on fp32 scores):
+and are passed to SDPA as they are, never converted to additive floats:
 
 * ``src_mask``: (B, 1, 1, S), source key padding; used by encoder self-attention and decoder
   cross-attention.
@@ -33,40 +32,17 @@ from mt_cli.dropout import Dropout
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
-def _attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
-    """Attention context (B, H, L, Dh), by the kernel that is fastest for the case.
+def _sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
+    """``F.scaled_dot_product_attention``, steered off the CPU flash kernel when training in bf16/fp16.
 
-    * Inference on the CPU: explicit matmuls with the softmax in fp32. At decoding shapes SDPA's
-      CPU flash kernel is 1.6-3.5x slower (one query per row, a few dozen keys: (500, 4, 1, 20)
-      bf16 3.6 ms against 1.0 ms), and 1.4-1.6x at encoder shapes (torch 2.13, docs/benchmarks.md).
-    * Training on the CPU in bf16/fp16: SDPA's math kernel. The flash kernel's backward is
-      several times slower at NMT lengths ((64, 4, 21, 64) fwd+bwd: ~14 ms vs ~5 ms).
-    * Everything else (CUDA, fp32 training): SDPA's own choice.
+    That kernel's backward is several times slower than the math kernel at NMT lengths (torch
+    2.13, (64, 4, 21, 64) bf16 fwd+bwd: ~14 ms vs ~5 ms; a whole training step ~20% slower).
+    Inference and fp32 keep the default choice, where flash is as fast or faster.
     """
-    if q.device.type == "cpu" and not torch.is_grad_enabled():
-        return explicit_attention(q, k, v, mask, dropout_p)[0]
     if q.requires_grad and q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16):
         with sdpa_kernel(SDPBackend.MATH):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-
-
-def explicit_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float
-) -> tuple[Tensor, Tensor]:
-    """softmax(q k^T / sqrt(Dh)) v, the softmax in fp32; q (B, H, L, Dh), k/v (B, H, M, Dh).
-
-    Returns the context (B, H, L, Dh) and the weights (B, H, L, M) before dropout. A row with
-    no allowed key gets zero weights, as SDPA gives it, not NaN.
-    """
-    scores = (q @ k.transpose(-2, -1)).float() * (q.size(-1) ** -0.5)  # (B, H, L, M)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)  # (B, H, L, M)
-    if mask is not None:
-        weights = weights.masked_fill(~mask, 0.0)
-    ctx = F.dropout(weights, dropout_p, dropout_p > 0).to(v.dtype) @ v  # (B, H, L, Dh)
-    return ctx, weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -105,10 +81,19 @@ class MultiHeadAttention(nn.Module):
         (B, H, L, M) before dropout.
         """
         p = self.attention_dropout if self.training else 0.0
-        if need_weights:  # SDPA does not return its weights
-            ctx, weights = explicit_attention(q, k, v, mask, p)
+        weights = None
+        if need_weights:
+            # SDPA does not return its weights, so this (slower) path computes them explicitly.
+            scores = (q @ k.transpose(-2, -1)) * (self.head_dim**-0.5)  # (B, H, L, M)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)  # (B, H, L, M)
+            if mask is not None:
+                # A row with no allowed key is all NaN after softmax; make it attend to nothing.
+                weights = weights.masked_fill(~mask, 0.0)
+            ctx = F.dropout(weights, p, self.training) @ v  # (B, H, L, Dh)
         else:
-            ctx, weights = _attention(q, k, v, mask, p), None  # (B, H, L, Dh)
+            ctx = _sdpa(q, k, v, mask, p)  # (B, H, L, Dh)
         b, _, length, _ = ctx.shape
         out = self.out(ctx.transpose(1, 2).reshape(b, length, self.d_model))  # (B, L, D)
         return out, weights

@@ -28,23 +28,6 @@ def test_cache_reorder_moves_only_self_attention_history() -> None:
     assert cache.layers[0].self_k[:, 0, 0, 0].tolist() == [0, 1, 2, 3]  # the old cache is untouched
 
 
-def test_cache_reorder_in_place_copies_only_moved_rows_and_decoded_positions() -> None:
-    shared = _cache(4)
-    # Each layer its own writable buffers, with one unused position beyond the history.
-    layers = [LayerCache(torch.cat([c.self_k, torch.full((4, 2, 1, 4), -1.0)], dim=2),
-                         torch.cat([c.self_v, torch.full((4, 2, 1, 4), -1.0)], dim=2), c.cross_k, c.cross_v)
-              for c in shared.layers]  # fmt: skip
-    cache = DecoderCache(layers, shared.src_mask, shared.length)
-    index = torch.tensor([1, 1, 3, 2])
-    expected = cache.reorder(index)
-    same = cache.reorder_in_place(index)
-    assert same is cache
-    for layer, want in zip(cache.layers, expected.layers):
-        assert torch.equal(layer.self_k[:, :, :3], want.self_k[:, :, :3])
-        assert layer.self_k[:, :, 3].eq(-1).all()  # beyond ``length``: not copied
-    assert cache.layers[0].self_k[:, 0, 0, 0].tolist() == [1, 1, 3, 2]
-
-
 def test_cache_select_moves_everything() -> None:
     cache = _cache(3)
     expand = torch.arange(3).repeat_interleave(2)

@@ -7,14 +7,7 @@ import torch
 
 from mt_cli.config import ModelConfig
 from mt_cli.data import collate, pad_sources
-from mt_cli.decoding import (
-    _fewest_moves,
-    beam_search,
-    cross_attention,
-    greedy_search,
-    length_penalty,
-    max_output_lengths,
-)
+from mt_cli.decoding import beam_search, cross_attention, greedy_search, length_penalty, max_output_lengths
 from mt_cli.model import Transformer, build_model
 from mt_cli.tokenizer import BOS_ID, EOS_ID
 
@@ -122,16 +115,6 @@ def test_beam_search_of_a_batch_equals_one_sentence_at_a_time() -> None:
         alone = beam_search(model, *pad_sources([source]), 4, 1.0, 1.5, 8, n_best=3)[0]
         assert [h.tokens for h in hyps] == [h.tokens for h in alone]
         assert [h.score for h in hyps] == pytest.approx([h.score for h in alone], abs=1e-5)
-
-
-def test_fewest_moves_keeps_one_child_of_each_beam_in_place() -> None:
-    beams = torch.tensor([[0, 0, 1, 2, 0], [3, 3, 3, 3, 3], [4, 3, 2, 1, 0], [1, 1, 0, 0, 4]])  # (N, k)
-    order = _fewest_moves(beams)  # (N, k) hypothesis per slot
-    assert (order.sort(-1).values == torch.arange(5)).all()  # a permutation per sentence
-    placed = beams.gather(1, order)  # the parent beam of the hypothesis in each slot
-    stays = placed == torch.arange(5)
-    assert stays.sum(-1).tolist() == [3, 1, 5, 3]  # one per distinct parent: the fewest copies
-    assert placed[1].tolist() == [3, 3, 3, 3, 3]
 
 
 def test_beam_finds_at_least_the_greedy_score() -> None:
