@@ -105,8 +105,8 @@ def test_beam_scores_are_ordered_and_length_normalised(alpha: float) -> None:
 
 
 def test_beam_search_of_a_batch_equals_one_sentence_at_a_time() -> None:
-    # Sentences finish at different steps: they wait in the batch, then leave it, and beams
-    # move between cache rows; none of it may change any sentence's result.
+    # Sentences finish at different steps and leave the batch, and beams move between cache
+    # rows; none of it may change any sentence's result.
     model = random_model(9)
     sources = random_sources(14, seed=12)
     src, src_mask = pad_sources(sources)

@@ -1,4 +1,6 @@
 #!/bin/bash
+# Each line of a list: NAME followed by `--set section.key=value` overrides; the repository and the
+# Multi30k files were copied to the GPU machine, MT_DATA_DIR pointing at them.
 # usage: sweep.sh LISTFILE  -- each line: NAME OVERRIDES... ; all runs in parallel on the GPU
 list=$1; R=/tmp/runs; mkdir -p $R
 one() {
@@ -8,5 +10,5 @@ one() {
 }
 while read -r name rest; do [ -n "$name" ] && { one $name $rest & }; done < $list
 wait
-python3 .devdata/summary.py $R $(awk '{print $1}' $list)
+python3 docs/logs/gpu-sweep-summary.py $R $(awk '{print $1}' $list)
 tar czf $OUT/${2:-sweep}.tgz -C $R $(cd $R && ls -d *.log */metrics.jsonl */test.json *.json */config.yaml 2>/dev/null)
