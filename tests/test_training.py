@@ -183,7 +183,7 @@ def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, tiny_data, tmp_path, data_dir) -> None:
+def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, tiny_data, tmp_path) -> None:
     make_trainer(tiny_config_path, tiny_data, tmp_path / "run", "train.max_steps=2").fit()
     last = tmp_path / "run" / "checkpoints" / "last.pt"
     before = last.read_bytes()
