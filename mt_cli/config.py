@@ -40,6 +40,8 @@ class TokenizerConfig:
     tgt_vocab_size: int = 6000
     model_type: Literal["bpe", "unigram"] = "bpe"
     character_coverage: float = 1.0
+    src_bpe_dropout: float = 0.0  # training pairs only, resampled every epoch; 0: one fixed segmentation
+    tgt_bpe_dropout: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,10 @@ def check_consistency(cfg: Config) -> None:
     for name in ("src_vocab_size", "tgt_vocab_size"):
         _require(getattr(k, name) >= 8, f"tokenizer.{name}={getattr(k, name)} must be at least 8")
     _require(0.0 < k.character_coverage <= 1.0, "tokenizer.character_coverage must be in (0, 1]")
+    for name in ("src_bpe_dropout", "tgt_bpe_dropout"):
+        value = getattr(k, name)
+        _require(0.0 <= value < 1.0, f"tokenizer.{name}={value} must be in [0, 1)")
+        _require(value == 0.0 or k.model_type == "bpe", f"tokenizer.{name} needs tokenizer.model_type=bpe (got {k.model_type!r})")
     for name in ("d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
         _require(getattr(m, name) >= 1, f"model.{name}={getattr(m, name)} must be at least 1")
     _require(m.d_model % m.n_heads == 0, f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")

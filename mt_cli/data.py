@@ -23,13 +23,23 @@ if TYPE_CHECKING:
 # -------------------------------------------------------------------------------- encoding
 
 
+def source_ids(pieces: list[int]) -> list[int]:
+    """What the encoder reads: the pieces, then EOS."""
+    return pieces + [EOS_ID]
+
+
+def target_ids(pieces: list[int]) -> list[int]:
+    """BOS + pieces + EOS: collate cuts it into the decoder input and the loss target."""
+    return [BOS_ID] + pieces + [EOS_ID]
+
+
 def encode_split(ds: datasets.Dataset, src_tok: Tokenizer, tgt_tok: Tokenizer) -> datasets.Dataset:
     """Add ``src_ids`` = pieces + [EOS] and ``tgt_ids`` = [BOS] + pieces + [EOS]; text is kept."""
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
         return {
-            "src_ids": [ids + [EOS_ID] for ids in src_tok.encode(batch["src"])],
-            "tgt_ids": [[BOS_ID] + ids + [EOS_ID] for ids in tgt_tok.encode(batch["tgt"])],
+            "src_ids": [source_ids(ids) for ids in src_tok.encode(batch["src"])],
+            "tgt_ids": [target_ids(ids) for ids in tgt_tok.encode(batch["tgt"])],
         }
 
     return ds.map(encode, batched=True, batch_size=4000)
@@ -43,6 +53,11 @@ def sequence_lengths(ds: datasets.Dataset) -> tuple[list[int], list[int]]:
     src = pc.list_value_length(table["src_ids"]).to_pylist()
     tgt = [n - 1 for n in pc.list_value_length(table["tgt_ids"]).to_pylist()]
     return src, tgt
+
+
+def pair_widths(src_ids: list[list[int]], tgt_ids: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Per pair: the widths collate gives src and tgt_in/tgt_out, which the sampler batches by."""
+    return [len(ids) for ids in src_ids], [len(ids) - 1 for ids in tgt_ids]
 
 
 def encoded_lists(ds: datasets.Dataset) -> tuple[list[list[int]], list[list[int]]]:
@@ -96,16 +111,20 @@ class TokenBatchSampler:
         rank: int = 0,
         world_size: int = 1,
     ) -> None:
-        if len(src_lengths) != len(tgt_lengths):
-            raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
         if max_tokens < 1 or world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"bad sampler settings max_tokens={max_tokens} rank={rank} world_size={world_size}")
-        self.src_lengths = [int(n) for n in src_lengths]
-        self.tgt_lengths = [int(n) for n in tgt_lengths]
         self.max_tokens, self.shuffle, self.seed = max_tokens, shuffle, seed
         self.rank, self.world_size = rank, world_size
         self.epoch = 0
         self._start = 0
+        self.set_lengths(src_lengths, tgt_lengths)
+
+    def set_lengths(self, src_lengths: Sequence[int], tgt_lengths: Sequence[int]) -> None:
+        """Per-pair widths to batch by; BPE-dropout changes them every epoch."""
+        if len(src_lengths) != len(tgt_lengths):
+            raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
+        self.src_lengths = [int(n) for n in src_lengths]
+        self.tgt_lengths = [int(n) for n in tgt_lengths]
         self._cache: tuple[int, list[list[int]]] | None = None
 
     def set_epoch(self, epoch: int) -> None:

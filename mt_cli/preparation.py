@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from mt_cli.checkpoint import RunDir
 from mt_cli.config import Config
 from mt_cli.corpus import load_corpus
-from mt_cli.data import encode_split, encoded_lists, filter_long
+from mt_cli.data import encode_split, encoded_lists, filter_long, source_ids, target_ids
 from mt_cli.distributed import Distributed
 from mt_cli.tokenizer import Tokenizer, load_tokenizers, prepare_tokenizers
 
@@ -24,18 +24,31 @@ class TrainingData:
     tgt_tok: Tokenizer
     train_src: list[list[int]]  # source ids + EOS
     train_tgt: list[list[int]]  # BOS + target ids + EOS
+    train_text: tuple[list[str], list[str]]  # the same pairs as text, for BPE-dropout to re-encode
     val_src: list[str]  # raw text: validation is scored like any user input
     val_ref: list[str]
     test_src: list[str]
     test_ref: list[str]
 
-    @property
-    def train_src_lengths(self) -> list[int]:
-        return [len(ids) for ids in self.train_src]
+    def segment_with_dropout(
+        self, src_dropout: float, tgt_dropout: float, seed: int, max_len: int
+    ) -> tuple[list[list[int]], list[list[int]]]:
+        """The training pairs re-encoded with BPE-dropout, as (source ids, target ids) lists.
 
-    @property
-    def train_tgt_lengths(self) -> list[int]:
-        return [len(ids) - 1 for ids in self.train_tgt]  # the width collate gives tgt_in/tgt_out
+        A side with dropout 0 keeps its fixed ids. Dropped merges lengthen a sentence; a pair
+        that would grow past ``max_len`` pieces on either side keeps its fixed ids, so the set
+        of trained pairs never changes.
+        """
+        src_text, tgt_text = self.train_text
+        src_ids, tgt_ids = list(self.train_src), list(self.train_tgt)
+        if src_dropout:
+            src_ids = [source_ids(p) for p in self.src_tok.encode_with_dropout(src_text, src_dropout, seed)]
+        if tgt_dropout:
+            tgt_ids = [target_ids(p) for p in self.tgt_tok.encode_with_dropout(tgt_text, tgt_dropout, seed + 1)]
+        for i, (src, tgt) in enumerate(zip(src_ids, tgt_ids, strict=True)):
+            if len(src) > max_len + 1 or len(tgt) > max_len + 2:  # + EOS; + BOS and EOS
+                src_ids[i], tgt_ids[i] = self.train_src[i], self.train_tgt[i]
+        return src_ids, tgt_ids
 
 
 def tokenizers_for(
@@ -67,12 +80,14 @@ def prepare_training_data(
         log(f"dropped {dropped:,} training pairs longer than data.max_len={cfg.data.max_len} pieces")
     # Plain lists: indexing a datasets Column goes through Arrow (~40 us a row) on the hot path.
     train_src, train_tgt = encoded_lists(train)
+    text = train.select_columns(["src", "tgt"]).to_dict()
     val, test = corpus["val"].to_dict(), corpus[cfg.data.test_split].to_dict()
     return TrainingData(
         src_tok=src_tok,
         tgt_tok=tgt_tok,
         train_src=train_src,
         train_tgt=train_tgt,
+        train_text=(text["src"], text["tgt"]),
         val_src=val["src"],
         val_ref=val["tgt"],
         test_src=test["src"],

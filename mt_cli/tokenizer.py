@@ -68,6 +68,16 @@ class Tokenizer:
         """Piece ids without BOS/EOS: adding them is the caller's decision (see data.py)."""
         return self.sp.encode(list(texts), out_type=int)
 
+    def encode_with_dropout(self, texts: list[str], dropout: float, seed: int) -> list[list[int]]:
+        """BPE-dropout (Provilkov et al., 2020): each merge is skipped with probability ``dropout``.
+
+        The same (texts, dropout, seed) always gives the same pieces, so a resumed epoch sees the
+        segmentation it started with. One thread: SentencePiece's sampling order, and so its
+        result, depends on how the texts are split among threads.
+        """
+        spm.set_random_generator_seed(seed % 2**32)
+        return self.sp.encode(list(texts), out_type=int, enable_sampling=True, alpha=dropout, num_threads=1)
+
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
         """Text for each id sequence: cut at the first EOS, PAD and BOS dropped.
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
 from mt_cli.config import Config, config_to_dict, save_config
-from mt_cli.data import Batch, TokenBatchSampler, collate
+from mt_cli.data import Batch, TokenBatchSampler, collate, pair_widths
 from mt_cli.device import amp_dtype, autocast, resolve_device
 from mt_cli.distributed import Distributed
 from mt_cli.errors import CheckpointError, MtError
@@ -62,8 +62,10 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, tc)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
         self.progress = Progress()
+        # This epoch's training ids: BPE-dropout replaces them at every epoch (see begin_epoch).
+        self.train_src, self.train_tgt = data.train_src, data.train_tgt
         self.sampler = TokenBatchSampler(
-            data.train_src_lengths, data.train_tgt_lengths, tc.max_tokens, shuffle=True,
+            *pair_widths(self.train_src, self.train_tgt), tc.max_tokens, shuffle=True,
             seed=tc.seed, rank=dist.rank, world_size=dist.world_size,
         )
         self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
@@ -142,13 +144,27 @@ class Trainer:
         return total_loss / max(sum(b.tgt_tokens for b in batches), 1), grad_norm
 
     # ---- the loop --------------------------------------------------------------------------
+    def begin_epoch(self) -> None:
+        """Point the sampler at the saved position in the current epoch.
+
+        With BPE-dropout the training pairs are first re-segmented, seeded by (seed, epoch) so
+        that a resumed epoch gets the same pieces and hence the same batches.
+        """
+        p, k = self.progress, self.cfg.tokenizer
+        if k.src_bpe_dropout or k.tgt_bpe_dropout:
+            seed = self.cfg.train.seed * 1_000_003 + p.epoch
+            self.train_src, self.train_tgt = self.data.segment_with_dropout(
+                k.src_bpe_dropout, k.tgt_bpe_dropout, seed, self.cfg.data.max_len
+            )
+            self.sampler.set_lengths(*pair_widths(self.train_src, self.train_tgt))
+        self.sampler.set_epoch(p.epoch)
+        self.sampler.start_at(p.batch_in_epoch)
+
     def epoch_updates(self) -> Iterator[list[Batch]]:
-        """The remaining updates of the current epoch, from the saved position."""
-        self.sampler.set_epoch(self.progress.epoch)
-        self.sampler.start_at(self.progress.batch_in_epoch)
+        """The remaining updates of the current epoch, from the position ``begin_epoch`` set."""
         group: list[Batch] = []
         for indices in self.sampler:
-            group.append(collate([self.data.train_src[i] for i in indices], [self.data.train_tgt[i] for i in indices]))
+            group.append(collate([self.train_src[i] for i in indices], [self.train_tgt[i] for i in indices]))
             if len(group) == self.cfg.train.accum_steps:
                 yield group
                 group = []
@@ -203,6 +219,7 @@ class Trainer:
     def run_epoch(self, clock: float) -> tuple[str | None, float]:
         """Train to the end of the epoch or a stop reason; returns it and the epoch's tokens/s."""
         tc, p = self.cfg.train, self.progress
+        self.begin_epoch()
         bar = self.progress_bar()
         epoch_tokens, epoch_start = 0, time.perf_counter()
         window_tokens, window_start = 0, time.perf_counter()

@@ -16,12 +16,12 @@ import torch
 
 from mt_cli.checkpoint import RunDir, checkpoint_config, load_checkpoint
 from mt_cli.config import Config
-from mt_cli.data import pad_sources
+from mt_cli.data import pad_sources, source_ids
 from mt_cli.decoding import Hypothesis, beam_search, cross_attention, greedy_search
 from mt_cli.device import amp_dtype, autocast, resolve_device
 from mt_cli.errors import CheckpointError
 from mt_cli.model import Transformer, build_model
-from mt_cli.tokenizer import EOS_ID, Tokenizer, load_tokenizers
+from mt_cli.tokenizer import Tokenizer, load_tokenizers
 
 
 def resolve_checkpoint(run: RunDir, checkpoint: str | None) -> Path:
@@ -88,7 +88,7 @@ class Translator:
             if len(ids) > limit:
                 warn(f"line {number}: {len(ids)} source pieces exceed the model's limit of {limit}; the rest is dropped")
                 del ids[limit:]
-        return [ids + [EOS_ID] for ids in encoded]
+        return [source_ids(ids) for ids in encoded]
 
     def batches(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
         """Indices of non-empty sources, sorted by length, grouped under the token budget."""

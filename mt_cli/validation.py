@@ -19,13 +19,13 @@ from torch import nn
 
 from mt_cli.checkpoint import RunDir, average_checkpoints, load_checkpoint, save_checkpoint, write_json
 from mt_cli.config import Config, config_to_dict
-from mt_cli.data import TokenBatchSampler, collate
+from mt_cli.data import TokenBatchSampler, collate, source_ids, target_ids
 from mt_cli.device import autocast
 from mt_cli.evaluation import evaluate
 from mt_cli.model import Transformer, build_model
 from mt_cli.preparation import TrainingData
 from mt_cli.progress import Progress
-from mt_cli.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from mt_cli.tokenizer import PAD_ID
 from mt_cli.translator import Translator
 
 
@@ -50,8 +50,8 @@ class Validator:
         self.last_result: ValResult | None = None
         limit = cfg.model.max_positions
         pairs = list(zip(data.src_tok.encode(data.val_src), data.tgt_tok.encode(data.val_ref)))
-        self.val_src = [s[: limit - 1] + [EOS_ID] for s, _ in pairs]
-        self.val_tgt = [[BOS_ID] + t[: limit - 2] + [EOS_ID] for _, t in pairs]
+        self.val_src = [source_ids(s[: limit - 1]) for s, _ in pairs]
+        self.val_tgt = [target_ids(t[: limit - 2]) for _, t in pairs]
         sampler = TokenBatchSampler([len(s) for s in self.val_src], [len(t) for t in self.val_tgt],
                                     cfg.train.max_tokens, shuffle=False, seed=0)
         self.val_batches = [list(indices) for indices in sampler]

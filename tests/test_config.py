@@ -45,6 +45,7 @@ def test_override_is_parsed_to_the_field_type() -> None:
         ("model.n_heads=5", "not divisible by model.n_heads=5"),
         ("tokenizer.src_vocab_size=4", "tokenizer.src_vocab_size=4 must be at least 8"),
         ("model.dropout=1.5", "model.dropout=1.5 must be in [0, 1)"),
+        ("tokenizer.src_bpe_dropout=1", "tokenizer.src_bpe_dropout=1.0 must be in [0, 1)"),
         ("model.share_embeddings=true", "model.share_embeddings needs"),
         ("data.max_len=500", "model.max_positions"),
         ("train.average_last=9", "cannot exceed train.keep_last"),
@@ -57,6 +58,12 @@ def test_bad_values_name_the_key(override: str, fragment: str) -> None:
         load_config(CONFIGS / "tiny.yaml", [override])
     assert fragment in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_bpe_dropout_needs_a_bpe_model() -> None:
+    with pytest.raises(ConfigError, match="tokenizer.tgt_bpe_dropout needs tokenizer.model_type=bpe"):
+        load_config(CONFIGS / "tiny.yaml", ["tokenizer.tgt_bpe_dropout=0.1", "tokenizer.model_type=unigram"])
+    assert load_config(CONFIGS / "tiny.yaml", ["tokenizer.tgt_bpe_dropout=0.1"]).tokenizer.tgt_bpe_dropout == 0.1
 
 
 def test_unknown_key_lists_valid_ones() -> None:

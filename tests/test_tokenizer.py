@@ -59,6 +59,16 @@ def test_decode_stops_at_eos_and_ignores_pad_bos(tiny: Tokenizer) -> None:
     assert tiny.decode([[EOS_ID, *ids], []]) == ["", ""]
 
 
+def test_bpe_dropout_is_seeded_and_keeps_the_text(tiny: Tokenizer) -> None:
+    sampled = tiny.encode_with_dropout(TEXTS, 0.3, seed=7)
+    assert sampled == tiny.encode_with_dropout(TEXTS, 0.3, seed=7)
+    assert sampled != tiny.encode_with_dropout(TEXTS, 0.3, seed=8)
+    assert tiny.decode(sampled) == TEXTS  # a different segmentation of the same text
+    assert sum(map(len, sampled)) > 1.1 * sum(map(len, tiny.encode(TEXTS)))  # skipped merges: more pieces
+    assert not any(UNK_ID in ids for ids in sampled)
+    assert tiny.encode_with_dropout(TEXTS, 0.0, seed=7) == tiny.encode(TEXTS)
+
+
 def test_unknown_characters_map_to_unk(tiny: Tokenizer) -> None:
     (ids,) = tiny.encode(["Ein Hund 🐕 läuft ж."])
     assert ids.count(UNK_ID) >= 2

@@ -70,19 +70,51 @@ def test_resume_is_exact(tiny_config_path, tiny_data, tmp_path, accum: int) -> N
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=name)
 
 
-def test_resume_across_an_epoch_boundary(tiny_config_path, tiny_data, tmp_path) -> None:
-    probe = make_trainer(tiny_config_path, tiny_data, tmp_path / "probe")
+@pytest.mark.parametrize("bpe_dropout", [0.0, 0.1])
+def test_resume_across_an_epoch_boundary(tiny_config_path, tiny_data, tmp_path, bpe_dropout: float) -> None:
+    extra = f"tokenizer.tgt_bpe_dropout={bpe_dropout}"
+    probe = make_trainer(tiny_config_path, tiny_data, tmp_path / "probe", extra)
+    probe.begin_epoch()
     per_epoch = len(probe.sampler)
     stop, total = per_epoch - 2, per_epoch + 3
-    make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={stop}").fit()
-    resumed = make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={total}")
+    make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={stop}", extra).fit()
+    resumed = make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={total}", extra)
     resumed.resume()
     resumed.fit()
-    whole = make_trainer(tiny_config_path, tiny_data, tmp_path / "whole", f"train.max_steps={total}")
+    whole = make_trainer(tiny_config_path, tiny_data, tmp_path / "whole", f"train.max_steps={total}", extra)
     whole.fit()
     assert resumed.progress.epoch == whole.progress.epoch == 1
     for a, b in zip(resumed.model.parameters(), whole.model.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+def test_bpe_dropout_resegments_every_epoch(tiny_config_path, tiny_data, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "tokenizer.src_bpe_dropout=0.1")
+    fixed = tiny_data.train_src
+    epochs = []
+    for epoch in (0, 1, 0):
+        trainer.progress.epoch = epoch
+        trainer.begin_epoch()
+        epochs.append((trainer.train_src, trainer.train_tgt, trainer.sampler.global_batches()))
+    (src0, tgt0, batches0), (src1, _, _), again = epochs
+    assert again == (src0, tgt0, batches0)  # seeded by the epoch: a resumed epoch gets the same batches
+    assert src1 != src0 and len(src0) == len(src1) == len(fixed)
+    assert sum(map(len, src0)) > 1.1 * sum(map(len, fixed))
+    assert tgt0 == tiny_data.train_tgt  # no target dropout: the fixed target pieces
+    assert tiny_data.train_src is fixed  # the shared fixed ids are not touched
+    assert tiny_data.src_tok.decode(src0) == tiny_data.src_tok.decode(fixed)
+    assert trainer.sampler.src_lengths == [len(ids) for ids in src0]
+    assert sorted(i for batch in batches0 for i in batch) == list(range(len(fixed)))
+
+    both = make_trainer(tiny_config_path, tiny_data, tmp_path / "both", "tokenizer.src_bpe_dropout=0.1",
+                        "tokenizer.tgt_bpe_dropout=0.1")  # fmt: skip
+    both.begin_epoch()
+    assert both.train_tgt != tiny_data.train_tgt
+    assert tiny_data.tgt_tok.decode(both.train_tgt) == tiny_data.tgt_tok.decode(tiny_data.train_tgt)
+    # A pair that grew past data.max_len on either side keeps its fixed pieces on both.
+    max_len = both.cfg.data.max_len
+    assert max(len(ids) for ids in both.train_src) <= max_len + 1
+    assert max(len(ids) for ids in both.train_tgt) <= max_len + 2
 
 
 def test_truncated_checkpoint_is_reported(tiny_config_path, tiny_data, tmp_path) -> None:
