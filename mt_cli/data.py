@@ -83,6 +83,14 @@ def filter_long(ds: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, i
 # -------------------------------------------------------------------------------- batching
 
 
+def epoch_seed(seed: int, epoch: int) -> int:
+    """One epoch's seed for batch order and BPE-dropout.
+
+    Mixed rather than seed + epoch, so that (seed 1, epoch 1) and (seed 2, epoch 0) differ.
+    """
+    return (seed * 1_000_003 + epoch) % 2**63
+
+
 class TokenBatchSampler:
     """Batches of example indices, bucketed by length and filled to a padded-token budget.
 
@@ -158,8 +166,7 @@ class TokenBatchSampler:
             return []
         src, tgt = self.src_lengths, self.tgt_lengths
         generator = torch.Generator()
-        # Mixed rather than seed + epoch, so that (seed 1, epoch 1) and (seed 2, epoch 0) differ.
-        generator.manual_seed((self.seed * 1_000_003 + epoch) % 2**63)
+        generator.manual_seed(epoch_seed(self.seed, epoch))
         order: Sequence[int] = torch.randperm(n, generator=generator).tolist() if self.shuffle else range(n)
         order = sorted(order, key=lambda i: (src[i], tgt[i]))  # stable: ties keep the shuffled order
 

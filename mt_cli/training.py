@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
 from mt_cli.config import Config, config_to_dict, save_config
-from mt_cli.data import Batch, TokenBatchSampler, collate, pair_widths
+from mt_cli.data import Batch, TokenBatchSampler, collate, epoch_seed, pair_widths
 from mt_cli.device import amp_dtype, autocast, resolve_device
 from mt_cli.distributed import Distributed
 from mt_cli.errors import CheckpointError, MtError
@@ -152,7 +152,7 @@ class Trainer:
         """
         p, k = self.progress, self.cfg.tokenizer
         if k.src_bpe_dropout or k.tgt_bpe_dropout:
-            seed = self.cfg.train.seed * 1_000_003 + p.epoch
+            seed = epoch_seed(self.cfg.train.seed, p.epoch)
             self.train_src, self.train_tgt = self.data.segment_with_dropout(
                 k.src_bpe_dropout, k.tgt_bpe_dropout, seed, self.cfg.data.max_len
             )
