@@ -19,7 +19,7 @@ from torch import nn
 
 from mt_cli.checkpoint import RunDir, average_checkpoints, load_checkpoint, save_checkpoint, write_json
 from mt_cli.config import Config, config_to_dict
-from mt_cli.data import TokenBatchSampler, collate, source_ids, target_ids
+from mt_cli.data import TokenBatchSampler, collate, pair_widths, source_ids, target_ids
 from mt_cli.device import autocast
 from mt_cli.evaluation import evaluate
 from mt_cli.model import Transformer, build_model
@@ -52,8 +52,7 @@ class Validator:
         pairs = list(zip(data.src_tok.encode(data.val_src), data.tgt_tok.encode(data.val_ref)))
         self.val_src = [source_ids(s[: limit - 1]) for s, _ in pairs]
         self.val_tgt = [target_ids(t[: limit - 2]) for _, t in pairs]
-        sampler = TokenBatchSampler([len(s) for s in self.val_src], [len(t) for t in self.val_tgt],
-                                    cfg.train.max_tokens, shuffle=False, seed=0)
+        sampler = TokenBatchSampler(*pair_widths(self.val_src, self.val_tgt), cfg.train.max_tokens, shuffle=False, seed=0)
         self.val_batches = [list(indices) for indices in sampler]
 
     def translator(self, model: Transformer) -> Translator:
