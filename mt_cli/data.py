@@ -66,15 +66,22 @@ def encoded_lists(ds: datasets.Dataset) -> tuple[list[list[int]], list[list[int]
     return columns["src_ids"], columns["tgt_ids"]
 
 
-def filter_long(ds: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, int]:
-    """Drop pairs with more than ``max_len`` pieces on either side, specials not counted.
+def within_max_len(src_width: int, tgt_width: int, max_len: int) -> bool:
+    """At most ``max_len`` pieces per side, specials not counted (widths as ``pair_widths`` gives them).
 
-    That is: keep len(src_ids) <= max_len + 1 (EOS) and len(tgt_ids) <= max_len + 2 (BOS, EOS),
-    so every tensor the model sees is at most max_len + 1 wide. Returns (kept, number dropped).
+    That is: len(src_ids) <= max_len + 1 (EOS) and len(tgt_ids) <= max_len + 2 (BOS, EOS), so
+    every tensor the model sees is at most max_len + 1 wide.
+    """
+    return src_width <= max_len + 1 and tgt_width <= max_len + 1
+
+
+def filter_long(ds: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, int]:
+    """Drop pairs that are not ``within_max_len``. Returns (kept, number dropped).
+
     For training only: evaluation must score every pair.
     """
     src, tgt = sequence_lengths(ds)
-    keep = [i for i, (s, t) in enumerate(zip(src, tgt, strict=True)) if s <= max_len + 1 and t <= max_len + 1]
+    keep = [i for i, (s, t) in enumerate(zip(src, tgt, strict=True)) if within_max_len(s, t, max_len)]
     if len(keep) == len(ds):
         return ds, 0
     return ds.select(keep), len(ds) - len(keep)

@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING
 from mt_cli.checkpoint import RunDir
 from mt_cli.config import Config
 from mt_cli.corpus import load_corpus
-from mt_cli.data import encode_split, encoded_lists, filter_long, source_ids, target_ids
+from mt_cli.data import (
+    encode_split,
+    encoded_lists,
+    filter_long,
+    pair_widths,
+    source_ids,
+    target_ids,
+    within_max_len,
+)
 from mt_cli.distributed import Distributed
 from mt_cli.tokenizer import Tokenizer, load_tokenizers, prepare_tokenizers
 
@@ -40,13 +48,19 @@ class TrainingData:
         of trained pairs never changes.
         """
         src_text, tgt_text = self.train_text
-        src_ids, tgt_ids = list(self.train_src), list(self.train_tgt)
-        if src_dropout:
-            src_ids = [source_ids(p) for p in self.src_tok.encode_with_dropout(src_text, src_dropout, seed)]
-        if tgt_dropout:
-            tgt_ids = [target_ids(p) for p in self.tgt_tok.encode_with_dropout(tgt_text, tgt_dropout, seed + 1)]
-        for i, (src, tgt) in enumerate(zip(src_ids, tgt_ids, strict=True)):
-            if len(src) > max_len + 1 or len(tgt) > max_len + 2:  # + EOS; + BOS and EOS
+        src_ids = (
+            [source_ids(p) for p in self.src_tok.encode_with_dropout(src_text, src_dropout, seed)]
+            if src_dropout
+            else list(self.train_src)
+        )
+        tgt_ids = (
+            [target_ids(p) for p in self.tgt_tok.encode_with_dropout(tgt_text, tgt_dropout, seed + 1)]
+            if tgt_dropout
+            else list(self.train_tgt)
+        )
+        src_widths, tgt_widths = pair_widths(src_ids, tgt_ids)
+        for i, (src_width, tgt_width) in enumerate(zip(src_widths, tgt_widths, strict=True)):
+            if not within_max_len(src_width, tgt_width, max_len):
                 src_ids[i], tgt_ids[i] = self.train_src[i], self.train_tgt[i]
         return src_ids, tgt_ids
 
