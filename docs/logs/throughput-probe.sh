@@ -1,0 +1,18 @@
+#!/bin/bash
+# Training-throughput probe (fifth session): N updates of configs/multi30k.yaml plus overrides,
+# with the tokenizers of runs/multi30k, then the tokens/s of each 20-update window and the
+# elapsed seconds. Same seed -> the same batches, so elapsed seconds compare configs directly.
+# Usage (from the repository root, alone on the machine):
+#   docs/logs/throughput-probe.sh NAME UPDATES [--set key=value ...]
+set -euo pipefail
+name=$1; steps=$2; shift 2
+dir=/tmp/probe-$name
+rm -rf "$dir"; mkdir -p "$dir"; cp runs/multi30k/spm.* "$dir"/
+MT_DATA_DIR=${MT_DATA_DIR:-../shared/data/multi30k} mt train --config configs/multi30k.yaml --run-dir "$dir" \
+  --set train.max_steps="$steps" --set train.schedule=inverse_sqrt --set train.val_bleu=false \
+  --set train.test_at_end=false --set train.average_last=0 --set train.log_every_steps=20 "$@" > "$dir.log" 2>&1
+python3 - "$dir" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1] + "/metrics.jsonl") if '"train"' in line]
+print(sys.argv[1], [round(r["tokens_per_s"]) for r in rows], "elapsed", round(rows[-1]["elapsed"], 1))
+PY
