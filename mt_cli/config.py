@@ -75,6 +75,7 @@ class TrainConfig:
     lr: float = 7e-4
     schedule: Literal["inverse_sqrt", "noam", "constant", "cosine", "linear"] = "inverse_sqrt"
     warmup_steps: int = 1000
+    lr_horizon: Literal["max_steps", "max_minutes"] = "max_steps"  # where cosine/linear reach zero
     label_smoothing: float = 0.1
     clip_norm: float = 1.0  # 0 disables clipping
     max_epochs: int = 100
@@ -290,10 +291,13 @@ def check_consistency(cfg: Config) -> None:
         f"train.average_last={t.average_last} cannot exceed train.keep_last={t.keep_last}",
     )
     _require(t.schedule == "constant" or t.warmup_steps >= 1, f"train.schedule={t.schedule} needs train.warmup_steps >= 1")
+    decays = t.schedule in ("cosine", "linear")
+    if decays and t.lr_horizon == "max_minutes":
+        _require(t.max_minutes > 0, f"train.lr_horizon=max_minutes needs a time budget: set train.max_minutes > 0 (got {t.max_minutes})")
     _require(
-        t.schedule not in ("cosine", "linear") or t.max_steps > t.warmup_steps,
+        not decays or t.max_steps > t.warmup_steps or (t.lr_horizon == "max_minutes" and t.max_steps == 0),
         f"train.schedule={t.schedule} decays to zero at train.max_steps, which must exceed "
-        f"train.warmup_steps={t.warmup_steps} (got {t.max_steps})",
+        f"train.warmup_steps={t.warmup_steps} (got {t.max_steps}; with train.lr_horizon=max_minutes, 0 means no cap)",
     )
     _require(dec.beam_size >= 1, f"decode.beam_size={dec.beam_size} must be at least 1")
     _require(dec.max_len_a >= 0 and dec.max_len_b >= 1, "decode.max_len_a must be >= 0 and decode.max_len_b >= 1")

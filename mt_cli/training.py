@@ -3,7 +3,8 @@
 One update = ``accum_steps`` token-budget batches; the loss is summed over target tokens and
 divided by the real (non-pad) target tokens of the whole update, across ranks, so gradients do
 not depend on how the tokens were split into batches. The learning rate is a pure function of
-the update number, so resuming needs no scheduler state.
+the update number (and, with ``train.lr_horizon: max_minutes``, of the saved training seconds),
+so resuming needs no scheduler state.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ class Trainer:
         max_norm = tc.clip_norm if tc.clip_norm > 0 else math.inf
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
         applied = math.isfinite(grad_norm)
-        lr = learning_rate(self.progress.step + 1, tc, self.cfg.model.d_model)
+        lr = learning_rate(self.progress.step + 1, tc, self.cfg.model.d_model, self.budget_used())
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         if applied or self.scaler.is_enabled():  # the fp16 scaler skips non-finite steps itself
@@ -171,14 +172,18 @@ class Trainer:
         if group:
             yield group
 
+    def budget_used(self) -> float:
+        """Seconds counted against ``max_minutes``: training so far plus the closing validation,
+        reserved at what the last validation took, so that it still fits in the budget."""
+        reserve = self.validator.last_result.seconds if self.validator.last_result else 0.0
+        return self.progress.elapsed + reserve
+
     def should_stop(self) -> str | None:
         tc, p = self.cfg.train, self.progress
-        # Stop early enough that the closing validation still fits in the time budget.
-        reserve = self.validator.last_result.seconds if self.validator.last_result else 0.0
         reasons = [
             (self.stop_signal is not None, f"received {self.stop_signal}"),
             (tc.max_steps > 0 and p.step >= tc.max_steps, f"reached train.max_steps={tc.max_steps}"),
-            (tc.max_minutes > 0 and p.elapsed + reserve >= tc.max_minutes * 60, f"reached train.max_minutes={tc.max_minutes:g}"),
+            (tc.max_minutes > 0 and self.budget_used() >= tc.max_minutes * 60, f"reached train.max_minutes={tc.max_minutes:g}"),
             (tc.patience > 0 and p.stale_validations >= tc.patience, f"no better validation for train.patience={tc.patience}"),
         ]
         local = next((why for hit, why in reasons if hit), None)
@@ -232,7 +237,7 @@ class Trainer:
                 tokens = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
                 epoch_tokens, window_tokens = epoch_tokens + tokens, window_tokens + tokens
                 rate = window_tokens / max(time.perf_counter() - window_start, 1e-9)
-                lr = learning_rate(p.step, tc, self.cfg.model.d_model)
+                lr = learning_rate(p.step, tc, self.cfg.model.d_model, self.budget_used())
                 bar.update(len(batches))
                 bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}")
                 if p.step > applied_before and p.step % tc.log_every_steps == 0:

@@ -1,0 +1,36 @@
+"""One AdamW step on the default model's parameters: fused (what ``make_optimizer`` builds on
+CPU and CUDA) against torch's per-tensor loop and its multi-tensor (foreach) loop.
+
+Run: python docs/logs/adamw-step.py (alone on the machine). Prints milliseconds per step for
+each, three interleaved rounds; docs/experiments.md's sixth-session section quotes it.
+"""
+
+import time
+from pathlib import Path
+
+import torch
+
+from mt_cli.config import load_config
+from mt_cli.model import build_model
+from mt_cli.optim import make_optimizer
+
+cfg = load_config(Path(__file__).parents[2] / "configs" / "multi30k.yaml")
+torch.manual_seed(0)
+model = build_model(cfg.model, cfg.tokenizer.src_vocab_size, cfg.tokenizer.tgt_vocab_size)
+for param in model.parameters():
+    param.grad = torch.randn_like(param)
+groups = [{"params": g["params"], "weight_decay": g["weight_decay"]} for g in make_optimizer(model, cfg.train).param_groups]
+kinds = {
+    "fused (make_optimizer)": lambda: make_optimizer(model, cfg.train),
+    "per-tensor loop": lambda: torch.optim.AdamW(groups, lr=1e-3, foreach=False),
+    "foreach": lambda: torch.optim.AdamW(groups, lr=1e-3, foreach=True),
+}
+for round_ in range(3):
+    for name, make in kinds.items():
+        optimizer = make()
+        for _ in range(3):
+            optimizer.step()
+        start = time.perf_counter()
+        for _ in range(50):
+            optimizer.step()
+        print(f"round {round_ + 1} | {name}: {(time.perf_counter() - start) / 50 * 1e3:.1f} ms per step")
