@@ -42,9 +42,10 @@ def decay_horizon(step: int, cfg: TrainConfig, elapsed: float) -> float:
 
     ``lr_horizon: max_steps``: ``max_steps``, so a run repeats exactly on any machine.
     ``lr_horizon: max_minutes``: the updates the time budget allows at the rate measured so far
-    (validation pauses included), capped by ``max_steps``; zero once ``elapsed`` reaches it. A slow machine then still anneals to
-    zero when the budget ends instead of being cut at a high rate, and a fast one uses the whole
-    budget; the price is that the schedule, and so the run, depends on measured time.
+    (validation pauses included), capped by ``max_steps``; reached once ``elapsed`` fills the
+    budget. A slow machine then still anneals to zero when the budget ends instead of being cut
+    at a high rate, and a fast one uses the whole budget; the price is that the schedule, and so
+    the run, depends on measured time.
     """
     horizon = cfg.max_steps if cfg.max_steps > 0 else math.inf
     if cfg.lr_horizon == "max_minutes" and elapsed > 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -32,8 +33,6 @@ def make_trainer(tiny_config_path: Path, tiny_data, run_dir: Path, *overrides: s
 
 
 def train_losses(run_dir: Path) -> list[float]:
-    import json
-
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     return [json.loads(line)["loss"] for line in lines if '"train"' in line]
 
@@ -55,8 +54,6 @@ def test_time_bound_decay_reaches_zero_when_the_budget_ends(tiny_config_path, ti
     tc = trainer.cfg.train
     assert progress.step > 20 and trainer.budget_used() >= 6.0  # the hour (here 6 s) ended it
     assert learning_rate(progress.step, tc, 64, trainer.budget_used()) == 0.0
-    import json
-
     logged = [json.loads(line)["lr"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"train"' in line]
     assert max(logged) == pytest.approx(tc.lr, rel=0.05)  # warmup reached the peak
     assert logged[-1] < 0.05 * tc.lr  # and the last updates ran at almost zero
