@@ -53,23 +53,26 @@ def decay_horizon(step: int, cfg: TrainConfig, elapsed: float) -> float:
     return horizon
 
 
-def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; weight decay applies to weight matrices only, never to norms, biases or embeddings.
-
-    Decaying embeddings would shrink rare words' vectors (and, tied, the output layer) towards
-    zero; norms and biases are offsets and scales, not capacity. The fused (single-kernel)
-    update is used where torch has one: on the 2-core CPU it takes ~6 ms per update against
-    ~20 ms for the per-tensor loop, ~3% of a training step.
-    """
+def parameter_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:
+    """AdamW groups: weight decay applies to weight matrices only, never to norms, biases or
+    embeddings. Decaying embeddings would shrink rare words' vectors (and, tied, the output
+    layer) towards zero; norms and biases are offsets and scales, not capacity."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
         is_matrix = param.dim() >= 2 and "embed" not in name
         (decay if is_matrix else no_decay).append(param)
-    groups = [
+    return [
         {"params": decay, "weight_decay": cfg.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    fused = all(p.device.type in ("cpu", "cuda") for p in decay + no_decay)
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over ``parameter_groups``, fused (one kernel for all tensors) where torch has it:
+    on the 2-core CPU it takes ~6 ms per update against ~20 ms for the per-tensor loop, ~3% of
+    a training step."""
+    groups = parameter_groups(model, cfg)
+    fused = all(p.device.type in ("cpu", "cuda") for group in groups for p in group["params"])
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.optimizer_betas, eps=cfg.optimizer_eps, fused=fused)

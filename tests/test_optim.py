@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 
 from mt_cli.config import TrainConfig, load_config
 from mt_cli.errors import ConfigError
-from mt_cli.optim import decay_horizon, learning_rate, make_optimizer
+from mt_cli.optim import decay_horizon, learning_rate, make_optimizer, parameter_groups
 
 TINY = Path(__file__).parent.parent / "configs" / "tiny.yaml"
 
@@ -47,9 +48,9 @@ def test_time_horizon_follows_the_measured_rate() -> None:
     assert learning_rate(300, cfg, 64, 600.0) == pytest.approx(0.0, abs=1e-12)
     assert learning_rate(100, cfg, 64, 0.0) == pytest.approx(1e-3)  # nothing measured yet: no decay
     assert learning_rate(50, cfg, 64, 599.0) == pytest.approx(5e-4)  # warmup is counted in updates
-    capped = TrainConfig(**{**cfg.__dict__, "max_steps": 500})
+    capped = replace(cfg, max_steps=500)
     assert decay_horizon(300, capped, 300.0) == 500  # max_steps still caps a fast machine
-    by_steps = TrainConfig(**{**cfg.__dict__, "max_steps": 500, "lr_horizon": "max_steps"})
+    by_steps = replace(cfg, max_steps=500, lr_horizon="max_steps")
     assert learning_rate(300, by_steps, 64, 300.0) == learning_rate(300, by_steps, 64, 0.0)
 
 
@@ -73,8 +74,7 @@ def test_fused_adamw_matches_the_per_tensor_loop() -> None:
     cfg = TrainConfig(lr=1e-2, weight_decay=0.1)
     fused = make_optimizer(model, cfg)
     assert fused.defaults["fused"]
-    groups = [{"params": g["params"], "weight_decay": g["weight_decay"]} for g in make_optimizer(twin, cfg).param_groups]
-    loop = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.optimizer_betas, eps=cfg.optimizer_eps, foreach=False)
+    loop = torch.optim.AdamW(parameter_groups(twin, cfg), lr=cfg.lr, betas=cfg.optimizer_betas, eps=cfg.optimizer_eps, foreach=False)
     tokens = torch.randint(0, 50, (8,))
     for _ in range(5):
         for net, optimizer in ((model, fused), (twin, loop)):

@@ -12,18 +12,18 @@ import torch
 
 from mt_cli.config import load_config
 from mt_cli.model import build_model
-from mt_cli.optim import make_optimizer
+from mt_cli.optim import make_optimizer, parameter_groups
 
 cfg = load_config(Path(__file__).parents[2] / "configs" / "multi30k.yaml")
 torch.manual_seed(0)
 model = build_model(cfg.model, cfg.tokenizer.src_vocab_size, cfg.tokenizer.tgt_vocab_size)
 for param in model.parameters():
     param.grad = torch.randn_like(param)
-groups = [{"params": g["params"], "weight_decay": g["weight_decay"]} for g in make_optimizer(model, cfg.train).param_groups]
+tc = cfg.train
 kinds = {
-    "fused (make_optimizer)": lambda: make_optimizer(model, cfg.train),
-    "per-tensor loop": lambda: torch.optim.AdamW(groups, lr=1e-3, foreach=False),
-    "foreach": lambda: torch.optim.AdamW(groups, lr=1e-3, foreach=True),
+    "fused (make_optimizer)": lambda: make_optimizer(model, tc),
+    "per-tensor loop": lambda: torch.optim.AdamW(parameter_groups(model, tc), lr=tc.lr, betas=tc.optimizer_betas, foreach=False),
+    "foreach": lambda: torch.optim.AdamW(parameter_groups(model, tc), lr=tc.lr, betas=tc.optimizer_betas, foreach=True),
 }
 for round_ in range(3):
     for name, make in kinds.items():
