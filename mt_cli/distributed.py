@@ -10,6 +10,8 @@ import torch
 import torch.distributed as torch_dist
 from torch import nn
 
+from mt_cli.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Distributed:
@@ -18,14 +20,23 @@ class Distributed:
     local_rank: int = 0
 
     @classmethod
-    def from_env(cls) -> Distributed:
-        """Join the process group that ``torchrun`` describes in the environment, if any."""
+    def from_env(cls, device: torch.device) -> Distributed:
+        """Join the process group that ``torchrun`` describes in the environment, if any.
+
+        The backend follows the training device, not the machine: CPU training on a GPU machine
+        needs gloo, since NCCL only reduces CUDA tensors.
+        """
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
         if world_size == 1:
             return cls()
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-        torch_dist.init_process_group(backend=backend)
-        return cls(torch_dist.get_rank(), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if device.type == "cuda" and local_rank >= (gpus := torch.cuda.device_count()):
+            raise ConfigError(
+                f"torchrun started local rank {local_rank}, but only {gpus} CUDA GPU(s) are visible; start at most "
+                f"{gpus} processes per node, or train on the CPU with --set train.device=cpu"
+            )
+        torch_dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+        return cls(torch_dist.get_rank(), world_size, local_rank)
 
     @property
     def is_main(self) -> bool:

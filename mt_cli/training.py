@@ -93,7 +93,9 @@ class Trainer:
         )
 
     def resume(self) -> None:
-        payload = load_checkpoint(self.run.last, map_location=self.device)
+        # On the CPU: the RNG states must stay CPU ByteTensors, and load_state_dict moves weights and
+        # optimizer moments to the model's device itself.
+        payload = load_checkpoint(self.run.last)
         for key in ("optimizer", "scaler", "progress", "rng"):
             if key not in payload:
                 raise CheckpointError(f"{self.run.last} has no {key} state; it cannot be resumed")
@@ -297,7 +299,7 @@ class Trainer:
 def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
     """``mt train``: from a validated config to a trained, scored run directory."""
     run = RunDir(Path(run_dir))
-    dist = Distributed.from_env()
+    dist = Distributed.from_env(resolve_device(cfg.train.device))
     try:
         if resume and not run.last.exists():
             raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")

@@ -188,7 +188,7 @@ def test_validation_loss_is_unsmoothed_nll(tiny_config_path, tiny_data, tmp_path
     total = tokens = 0.0
     with torch.no_grad():
         for src, tgt in zip(v.val_src, v.val_tgt):
-            batch = collate([src], [tgt])
+            batch = collate([src], [tgt]).to(trainer.device)
             total += float(token_loss(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask), batch.tgt_out, 0.0))
             tokens += batch.tgt_tokens
     assert v.loss(model) == pytest.approx(total / tokens, rel=1e-4)
@@ -240,7 +240,7 @@ def test_two_process_gloo_ddp_trains(tmp_path, data_dir) -> None:
     run_dir = tmp_path / "ddp"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533", "-m", "mt_cli",
            "train", "--config", "configs/tiny.yaml", "--run-dir", str(run_dir),
-           *[arg for o in [*FAST_TRAINING, "train.max_steps=6"] for arg in ("--set", o)]]
+           *[arg for o in [*FAST_TRAINING, "train.max_steps=6", "train.device=cpu"] for arg in ("--set", o)]]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-2000:]
     payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")

@@ -1,0 +1,47 @@
+"""Joining a torchrun group: the backend follows the training device, and too few GPUs is a config error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mt_cli import distributed
+from mt_cli.distributed import Distributed
+from mt_cli.errors import ConfigError
+
+
+@pytest.fixture
+def torchrun_env(monkeypatch):
+    """A second local process of a two-process torchrun on a machine with one GPU."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    backends: list[str] = []
+    monkeypatch.setattr(distributed.torch_dist, "init_process_group", lambda backend: backends.append(backend))
+    monkeypatch.setattr(distributed.torch_dist, "get_rank", lambda: 1)
+    return backends
+
+
+def test_a_single_process_joins_no_group(monkeypatch) -> None:
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert Distributed.from_env(torch.device("cuda")) == Distributed()
+
+
+def test_cpu_training_uses_gloo_even_where_a_gpu_is_present(torchrun_env) -> None:
+    dist = Distributed.from_env(torch.device("cpu"))
+    assert torchrun_env == ["gloo"]
+    assert (dist.rank, dist.world_size, dist.local_rank) == (1, 2, 1)
+    assert dist.device(torch.device("cpu")) == torch.device("cpu")
+
+
+def test_more_local_processes_than_gpus_is_a_config_error(torchrun_env) -> None:
+    with pytest.raises(ConfigError, match="only 1 CUDA GPU.*train.device=cpu"):
+        Distributed.from_env(torch.device("cuda"))
+    assert torchrun_env == []  # refused before joining a group the other ranks would wait on
+
+
+def test_gpu_training_uses_nccl(torchrun_env, monkeypatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    Distributed.from_env(torch.device("cuda"))
+    assert torchrun_env == ["nccl"]
