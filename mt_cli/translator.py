@@ -65,13 +65,23 @@ class Translator:
                 f"{path} does not match the tokenizers in {run.root} (vocabularies "
                 f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
             ) from None
-        dtype = amp_dtype(target, amp)
-        # Autocast would re-cast every weight at every decoding step; for inference the
-        # weights are cast once (LayerNorm and softmax still accumulate in fp32 inside).
-        model.to(target).eval()
+        return cls.for_inference(model, src_tok, tgt_tok, config, target, amp_dtype(target, amp))
+
+    @classmethod
+    def for_inference(
+        cls, model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, config: Config,
+        device: torch.device, dtype: torch.dtype | None,
+    ) -> Translator:
+        """A translator that owns ``model``: moved to ``device``, in eval mode, cast to ``dtype``.
+
+        Autocast would re-cast every weight at every decoding step, so for inference the weights
+        are cast once (LayerNorm and softmax still accumulate in fp32 inside). `mt eval` and the
+        closing test scores of `mt train` both come through here, so they agree on a checkpoint.
+        """
+        model.to(device).eval()
         if dtype is not None:
             model.to(dtype=dtype)
-        return cls(model, src_tok, tgt_tok, config, target, dtype)
+        return cls(model, src_tok, tgt_tok, config, device, dtype)
 
     def with_length_penalty(self, alpha: float | None) -> Translator:
         """This translator with ``decode.length_penalty`` set to ``alpha`` (None: the recipe's)."""

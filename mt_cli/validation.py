@@ -104,8 +104,7 @@ class Validator:
     def test_scores(self, model: Transformer) -> dict[str, Any]:
         """best.pt on the test split, greedy and with the recipe's beam."""
         model.load_state_dict(load_checkpoint(self.run.best)["model"])
-        model.eval()
-        translator = self.translator(model)
+        translator = Translator.for_inference(model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, self.dtype)
         scores = {}
         for beam in sorted({1, self.cfg.decode.beam_size}):
             result = evaluate(lambda lines, b=beam: translator.translate_text(lines, beam_size=b),

@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_TRAINING
+from conftest import CONFIGS, FAST_TRAINING
 
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
 from mt_cli.config import load_config
 from mt_cli.data import collate
 from mt_cli.distributed import Distributed
 from mt_cli.errors import CheckpointError
+from mt_cli.evaluation import evaluate_run
 from mt_cli.optim import learning_rate
-from mt_cli.training import Trainer, TrainingError, token_loss
+from mt_cli.training import Trainer, TrainingError, token_loss, train
 
 
 def make_trainer(tiny_config_path: Path, tiny_data, run_dir: Path, *overrides: str) -> Trainer:
@@ -256,3 +257,16 @@ def test_compiled_training_checkpoints_load_without_compile(tiny_config_path, ti
     assert not any(key.startswith("_orig_mod.") for key in payload["model"])
     fresh = make_trainer(tiny_config_path, tiny_data, tmp_path / "fresh")
     fresh.model.load_state_dict(payload["model"])
+
+
+def test_closing_test_scores_equal_mt_eval_of_the_same_checkpoint(data_dir, tmp_path) -> None:
+    # bf16 rounds differently under autocast over fp32 weights than with weights cast once; the
+    # numbers `mt train` writes must be the ones `mt eval` reproduces from best.pt.
+    run_dir = tmp_path / "run"
+    overrides = ["data.train_limit=1500", "train.max_epochs=2", "train.amp=bf16", f"run_dir={run_dir}"]
+    cfg = load_config(CONFIGS / "tiny.yaml", overrides)
+    report = train(cfg, run_dir, resume=False, log=lambda message: None)
+    for beam, name in ((1, "greedy"), (cfg.decode.beam_size, f"beam{cfg.decode.beam_size}")):
+        evaluation = evaluate_run(run_dir, cfg.data.test_split, None, None, beam, None, None, "auto").evaluation
+        assert evaluation.scores.bleu == report["scores"][name]["bleu"], name
+        assert evaluation.scores.chrf == report["scores"][name]["chrf"], name
