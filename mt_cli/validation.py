@@ -102,7 +102,10 @@ class Validator:
             save_checkpoint(payload, self.run.best)
 
     def test_scores(self, model: Transformer) -> dict[str, Any]:
-        """best.pt on the test split, greedy and with the recipe's beam."""
+        """best.pt on the test split, greedy and with the recipe's beam, decoded as `mt eval` does.
+
+        ``model`` is loaded and cast for inference here: pass one that nothing else will train.
+        """
         model.load_state_dict(load_checkpoint(self.run.best)["model"])
         translator = Translator.for_inference(model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, self.dtype)
         scores = {}
