@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import CONFIGS
 
 from mt_cli.config import TrainConfig, load_config
 from mt_cli.errors import ConfigError
 from mt_cli.optim import decay_horizon, learning_rate, make_optimizer, parameter_groups
 
-TINY = Path(__file__).parent.parent / "configs" / "tiny.yaml"
+TINY = CONFIGS / "tiny.yaml"
 
 
 def test_learning_rate_schedules() -> None:

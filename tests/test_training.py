@@ -54,7 +54,7 @@ def test_time_bound_decay_reaches_zero_when_the_budget_ends(tiny_config_path, ti
     progress = trainer.fit()
     tc = trainer.cfg.train
     assert progress.step > 20 and trainer.budget_used() >= 6.0  # the hour (here 6 s) ended it
-    assert learning_rate(progress.step, tc, 64, trainer.budget_used()) == 0.0
+    assert learning_rate(progress.step, tc, trainer.cfg.model.d_model, trainer.budget_used()) == 0.0
     logged = [json.loads(line)["lr"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"train"' in line]
     assert max(logged) == pytest.approx(tc.lr, rel=0.05)  # warmup reached the peak
     assert logged[-1] < 0.05 * tc.lr  # and the last updates ran at almost zero

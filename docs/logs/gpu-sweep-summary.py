@@ -1,8 +1,9 @@
 """Summarise a GPU sweep: best val BLEU, val beam, test greedy/beam (docs/experiments.md).
 
 usage: gpu-sweep-summary.py RUNS_DIR NAME... [--val-files SUFFIX...]
-Val beam columns come from RUNS_DIR/NAME.valSUFFIX.json, one per SUFFIX: "1.0 2.5" for the
-third session's sweeps (two length penalties), "" for the seventh's (the recipe's own).
+Val beam columns come from RUNS_DIR/NAME.valSUFFIX.json, one per SUFFIX (gpu-sweep.sh's
+VAL_ALPHAS): "1.0 2.5" for the third session's sweeps (two length penalties), "recipe" for the
+seventh's (the config's own, in NAME.val.json).
 """
 import json
 import sys
@@ -12,7 +13,7 @@ args = sys.argv[1:]
 suffixes = ["1.0", "2.5"]
 if "--val-files" in args:
     at = args.index("--val-files")
-    args, suffixes = args[:at], args[at + 1:]
+    args, suffixes = args[:at], ["" if a == "recipe" else a for a in args[at + 1:]]
 root, names = Path(args[0]), args[1:]
 
 

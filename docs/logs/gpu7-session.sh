@@ -14,5 +14,6 @@ date -u > $R/alone.start
 date -u > $R/alone.end
 python3 -m mt_cli eval --run $R/alone --split val --json > $R/alone.val.json 2>>$R/alone.log
 # The sweep ran as two lists, the first nine lines of gpu7-sweep-runs.txt, then the last six.
-bash docs/logs/gpu7-sweep.sh docs/logs/gpu7-sweep-runs.txt
+FIXED="--set train.lr_horizon=max_steps --set train.max_steps=6200 --set train.max_minutes=0" VAL_ALPHAS=recipe \
+  bash docs/logs/gpu-sweep.sh docs/logs/gpu7-sweep-runs.txt gpu7-sweep
 touch $R/DONE
