@@ -301,6 +301,7 @@ def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] =
     run = RunDir(Path(run_dir))
     dist = Distributed.from_env(resolve_device(cfg.train.device))
     try:
+        amp_dtype(resolve_device(cfg.train.device), cfg.train.amp)  # refuse a bad precision before any work
         if resume and not run.last.exists():
             raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
         if not resume and (previous := run.previous_training()):

@@ -20,7 +20,7 @@ from torch import nn
 from mt_cli.checkpoint import RunDir, average_checkpoints, load_checkpoint, save_checkpoint, write_json
 from mt_cli.config import Config, config_to_dict
 from mt_cli.data import TokenBatchSampler, collate, pair_widths, source_ids, target_ids
-from mt_cli.device import autocast
+from mt_cli.device import amp_dtype, autocast
 from mt_cli.evaluation import evaluate
 from mt_cli.model import Transformer, build_model
 from mt_cli.preparation import TrainingData
@@ -107,7 +107,10 @@ class Validator:
         ``model`` is loaded and cast for inference here: pass one that nothing else will train.
         """
         model.load_state_dict(load_checkpoint(self.run.best)["model"])
-        translator = Translator.for_inference(model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, self.dtype)
+        # The precision `mt eval` picks on this machine, not the training one: a run trained with
+        # train.amp=off (or bf16) must score in test.json what `mt eval` of best.pt gives.
+        inference_dtype = amp_dtype(self.device, "auto")
+        translator = Translator.for_inference(model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, inference_dtype)
         scores = {}
         for beam in sorted({1, self.cfg.decode.beam_size}):
             result = evaluate(lambda lines, b=beam: translator.translate_text(lines, beam_size=b),
