@@ -37,16 +37,15 @@ def amp_dtype(device: torch.device, mode: str) -> torch.dtype | None:
         return torch.bfloat16
     if mode == "fp16":
         raise ConfigError("amp fp16 needs a CUDA GPU; on the CPU use bf16, auto or off")
-    if mode == "bf16" and not cpu_has_native_bf16():
+    native = cpu_has_native_bf16()
+    if mode == "bf16" and not native:
         # Emulated bf16 matrix products measured ~1 GFLOP/s on an AVX2 CPU (AMD EPYC, torch 2.13)
-        # against ~170 in fp32: a run would seem to hang, so refuse it up front.
+        # against ~110-170 in fp32: a run would seem to hang, so refuse it up front.
         raise ConfigError(
             "amp bf16 was asked for, but this CPU has no native bf16 (AVX512-BF16), where bf16 matrix "
             "products run ~100x slower than fp32; use amp auto (fp32 here) or off"
         )
-    if mode == "bf16" or (mode == "auto" and cpu_has_native_bf16()):
-        return torch.bfloat16
-    return None
+    return torch.bfloat16 if native else None  # mode is bf16 (native) or auto
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:

@@ -299,9 +299,10 @@ class Trainer:
 def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
     """``mt train``: from a validated config to a trained, scored run directory."""
     run = RunDir(Path(run_dir))
-    dist = Distributed.from_env(resolve_device(cfg.train.device))
+    device = resolve_device(cfg.train.device)
+    dist = Distributed.from_env(device)
     try:
-        amp_dtype(resolve_device(cfg.train.device), cfg.train.amp)  # refuse a bad precision before any work
+        amp_dtype(device, cfg.train.amp)  # refuse a bad precision before any work
         if resume and not run.last.exists():
             raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
         if not resume and (previous := run.previous_training()):
