@@ -54,6 +54,8 @@ class ModelConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
+    src_token_dropout: float = 0.0  # training source words replaced by <unk> with this probability
+    tgt_token_dropout: float = 0.0  # the same on the decoder's teacher-forced input words
     activation: Literal["relu", "gelu"] = "relu"
     norm_first: bool = False
     tie_output: bool = True
@@ -268,7 +270,7 @@ def check_consistency(cfg: Config) -> None:
         _require(getattr(m, name) >= 1, f"model.{name}={getattr(m, name)} must be at least 1")
     _require(m.d_model % m.n_heads == 0, f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")
     _require(m.d_model % 2 == 0, f"model.d_model={m.d_model} must be even (sinusoidal positions)")
-    for name in ("dropout", "attention_dropout", "activation_dropout"):
+    for name in ("dropout", "attention_dropout", "activation_dropout", "src_token_dropout", "tgt_token_dropout"):
         _require(0.0 <= getattr(m, name) < 1.0, f"model.{name}={getattr(m, name)} must be in [0, 1)")
     _require(
         not m.share_embeddings or k.src_vocab_size == k.tgt_vocab_size,

@@ -35,3 +35,29 @@ class Dropout(nn.Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+class TokenDropout(nn.Module):
+    """Word dropout on input ids (Sennrich et al. 2016; Sennrich and Zhang 2019): in training,
+    each real token is replaced by ``unk_id`` with probability p, so no prediction can lean on
+    one input word. Ids below ``first_word_id`` (pad, unk, bos, eos) are never replaced, so
+    lengths, masks and the decoder's start symbol stay as they were. Draws from the default
+    generator, like ``Dropout``, so seeding and saved RNG state cover it.
+    """
+
+    def __init__(self, p: float, unk_id: int, first_word_id: int) -> None:
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"token dropout probability {p} must be in [0, 1)")
+        self.p = p
+        self.unk_id = unk_id
+        self.first_word_id = first_word_id
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return tokens
+        drop = torch.rand(tokens.shape, device=tokens.device) < self.p  # (B, L)
+        return tokens.masked_fill(drop & (tokens >= self.first_word_id), self.unk_id)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, unk_id={self.unk_id}"

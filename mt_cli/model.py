@@ -26,9 +26,10 @@ from torch import Tensor, nn
 
 from mt_cli.cache import DecoderCache
 from mt_cli.config import ModelConfig
-from mt_cli.dropout import Dropout
+from mt_cli.dropout import Dropout, TokenDropout
 from mt_cli.errors import ConfigError
 from mt_cli.layers import DecoderLayer, EncoderLayer, PositionalEncoding
+from mt_cli.tokenizer import EOS_ID, PAD_ID, UNK_ID
 
 
 class Transformer(nn.Module):
@@ -47,12 +48,16 @@ class Transformer(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         activation_dropout: float = 0.0,
+        src_token_dropout: float = 0.0,
+        tgt_token_dropout: float = 0.0,
         activation: str = "relu",
         norm_first: bool = False,
         tie_output: bool = True,
         share_embeddings: bool = False,
         max_positions: int = 256,
         pad_id: int = 0,
+        unk_id: int = 1,
+        first_word_id: int = 4,
     ) -> None:
         super().__init__()
         if share_embeddings and src_vocab_size != tgt_vocab_size:
@@ -68,6 +73,8 @@ class Transformer(nn.Module):
         self.src_embed = self.tgt_embed if share_embeddings else nn.Embedding(src_vocab_size, d_model)
         self.positions = PositionalEncoding(d_model, max_positions)
         self.dropout = Dropout(dropout)
+        self.src_token_dropout = TokenDropout(src_token_dropout, unk_id, first_word_id)
+        self.tgt_token_dropout = TokenDropout(tgt_token_dropout, unk_id, first_word_id)
 
         layer_args = dict(
             dropout=dropout,
@@ -101,14 +108,14 @@ class Transformer(nn.Module):
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Tensor:
         """src (B, S), src_mask (B, 1, 1, S) -> memory (B, S, D)."""
-        x = self._embed(self.src_embed, src)  # (B, S, D)
+        x = self._embed(self.src_embed, self.src_token_dropout(src))  # (B, S, D)
         for layer in self.encoder:
             x = layer(x, src_mask)
         return self.encoder_norm(x)
 
     def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor) -> Tensor:
         """tgt_in (B, T), memory (B, S, D), src_mask (B, 1, 1, S), tgt_mask (B, 1, T, T) -> logits (B, T, V)."""
-        x = self._embed(self.tgt_embed, tgt_in)  # (B, T, D)
+        x = self._embed(self.tgt_embed, self.tgt_token_dropout(tgt_in))  # (B, T, D)
         for layer in self.decoder:
             x = layer(x, memory, src_mask, tgt_mask)
         return self.output(self.decoder_norm(x))  # (B, T, V)
@@ -166,12 +173,16 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> T
         dropout=cfg.dropout,
         attention_dropout=cfg.attention_dropout,
         activation_dropout=cfg.activation_dropout,
+        src_token_dropout=cfg.src_token_dropout,
+        tgt_token_dropout=cfg.tgt_token_dropout,
         activation=cfg.activation,
         norm_first=cfg.norm_first,
         tie_output=cfg.tie_output,
         share_embeddings=cfg.share_embeddings,
         max_positions=cfg.max_positions,
-        pad_id=0,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        first_word_id=EOS_ID + 1,
     )
 
 

@@ -1,11 +1,11 @@
-"""The CPU dropout: keep rate, scaling, gradient, seeding, and identity outside training."""
+"""The CPU dropout and word (token) dropout: rates, scaling, gradient, seeding, what is never dropped."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from mt_cli.dropout import Dropout
+from mt_cli.dropout import Dropout, TokenDropout
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3])
@@ -45,3 +45,31 @@ def test_identity_in_eval_and_at_zero() -> None:
     assert Dropout(0.0).train()(x) is x
     with pytest.raises(ValueError, match="must be in"):
         Dropout(1.0)
+
+
+def test_token_dropout_replaces_words_at_rate_p_and_never_specials() -> None:
+    torch.manual_seed(0)
+    layer = TokenDropout(0.2, unk_id=1, first_word_id=4).train()
+    tokens = torch.randint(4, 100, (400, 50))
+    tokens[:, 0] = 2  # bos
+    tokens[:, -1] = 3  # eos
+    tokens[:10, 30:] = 0  # padding
+    out = layer(tokens)
+    words = tokens >= 4
+    replaced = out != tokens
+    assert torch.equal(out[replaced], torch.ones_like(out[replaced]))  # replaced words become <unk>
+    assert not replaced[~words].any()  # pad, bos and eos stay
+    assert replaced[words].float().mean().item() == pytest.approx(0.2, abs=0.01)
+
+
+def test_token_dropout_is_seeded_and_identity_in_eval() -> None:
+    layer = TokenDropout(0.3, unk_id=1, first_word_id=4).train()
+    tokens = torch.randint(4, 100, (8, 20))
+    torch.manual_seed(3)
+    first = layer(tokens)
+    torch.manual_seed(3)
+    assert torch.equal(layer(tokens), first)
+    assert layer.eval()(tokens) is tokens
+    assert TokenDropout(0.0, 1, 4).train()(tokens) is tokens
+    with pytest.raises(ValueError, match="must be in"):
+        TokenDropout(1.0, 1, 4)

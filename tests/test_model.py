@@ -296,3 +296,14 @@ def test_build_model_rejects_inconsistent_settings() -> None:
         build_model(dataclasses.replace(TINY, d_model=30, n_heads=4), 50, 40)
     model = build_model(TINY, 50, 40)
     assert (model.src_vocab_size, model.tgt_vocab_size, model.max_positions, model.pad_id) == (50, 40, 64, 0)
+
+
+def test_token_dropout_changes_training_logits_only() -> None:
+    model = tiny(src_token_dropout=0.5, tgt_token_dropout=0.5)
+    src, tgt = random_batch(4, 9, 8)
+    plain = tiny()
+    torch.testing.assert_close(logits_of(model, src, tgt), logits_of(plain, src, tgt))  # eval: no dropout
+    model.train()
+    torch.manual_seed(0)
+    assert not torch.allclose(logits_of(model, src, tgt), logits_of(plain.train(), src, tgt))
+    assert model.src_token_dropout.unk_id == 1 and model.tgt_token_dropout.first_word_id == 4
