@@ -7,8 +7,9 @@ way nn.Transformer wants them: ``src_key_padding_mask`` / ``tgt_key_padding_mask
 ``memory_key_padding_mask`` (bool, True = padding, the opposite of our convention) and a bool
 causal ``tgt_mask`` (True = future, hidden).
 
-Two adjustments make it compute exactly our function, so that it can be given our weights
-(``load_from``) and the benchmark compares implementations, not models:
+Two adjustments make it compute exactly our function (in training, up to token dropout), so
+that it can be given our weights (``load_from``) and the benchmark compares implementations,
+not models:
 
 * nn.Transformer ends both stacks with a LayerNorm even in post-norm; ours has that final norm
   only in pre-norm (``norm_first``), so in post-norm it is removed here.
@@ -16,6 +17,9 @@ Two adjustments make it compute exactly our function, so that it can be given ou
   (``MultiheadAttention.dropout``), the FFN-inner dropout (``layer.dropout``) and the residual
   dropouts (``dropout1..3``) are set to ``attention_dropout``, ``activation_dropout`` and
   ``dropout``.
+* Token dropout (``src_token_dropout``, ``tgt_token_dropout``) exists only in training and has
+  no nn.Transformer counterpart, so it is left out: in the training benchmark ours does that
+  extra work (one random draw and one fill per side and batch, too small to show).
 
 The parameter layouts match: nn.MultiheadAttention's ``in_proj_weight`` stacks q, k, v like our
 fused ``qkv``, and for cross-attention it is our ``q`` over our ``kv``.
