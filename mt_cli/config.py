@@ -54,8 +54,8 @@ class ModelConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
-    src_token_dropout: float = 0.0  # training source words replaced by <unk> with this probability
-    tgt_token_dropout: float = 0.0  # the same on the decoder's teacher-forced input words
+    src_token_dropout: float = 0.0  # training source pieces replaced by <unk> with this probability
+    tgt_token_dropout: float = 0.0  # the same on the decoder's teacher-forced input pieces
     activation: Literal["relu", "gelu"] = "relu"
     norm_first: bool = False
     tie_output: bool = True
