@@ -114,12 +114,17 @@ class Config:
 
 
 def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Config:
-    """Read a YAML recipe, apply ``section.key=value`` overrides, validate everything."""
-    path = Path(path)
+    """Read a YAML recipe (a path, or the name of a shipped one such as ``multi30k``), apply
+    ``section.key=value`` overrides, validate everything."""
+    from mt_cli.resources import resolve_recipe
+
+    path = resolve_recipe(path)
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory; give a YAML file such as {path / 'config.yaml'}")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
+    except OSError as err:
+        raise ConfigError(f"cannot read config {path}: {err.strerror or err}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
     if not isinstance(raw, dict):

@@ -1,4 +1,4 @@
-"""Where the parallel text comes from: Multi30k (local raw files or the hub) or any files.
+"""Where the parallel text comes from: Multi30k (a local copy, the one mt ships, or the hub) or any files.
 
 Everything comes back as a ``datasets.DatasetDict`` with ``src`` and ``tgt`` text columns, one
 dataset per split (names in ``config.SPLITS``). ``datasets`` is imported inside the functions
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from mt_cli.config import SPLITS
 from mt_cli.errors import DataError
+from mt_cli.resources import SHIPPED_MULTI30K
 
 if TYPE_CHECKING:
     import datasets
@@ -99,6 +100,21 @@ def _load_hub(src_lang: str, tgt_lang: str) -> dict[str, tuple[list[str], list[s
     }
 
 
+def _multi30k_location(cfg: DataConfig) -> tuple[str, Path | None]:
+    """(how it was chosen, directory) of the Multi30k copy to read; directory None means the hub.
+
+    Order: ``data.dir``, then ``$MT_DATA_DIR``, then the copy that ships with mt (when it has
+    both languages), then the Hugging Face hub.
+    """
+    if cfg.dir is not None:
+        return f"data.dir={cfg.dir}", Path(cfg.dir)
+    if os.environ.get("MT_DATA_DIR"):
+        return f"MT_DATA_DIR={os.environ['MT_DATA_DIR']}", Path(os.environ["MT_DATA_DIR"])
+    if _local_multi30k(SHIPPED_MULTI30K, cfg.src_lang, cfg.tgt_lang):
+        return f"the copy shipped with mt ({SHIPPED_MULTI30K})", SHIPPED_MULTI30K
+    return f"the hub ({HUB_DATASET})", None
+
+
 def _corpus_pairs(
     cfg: DataConfig, splits: Sequence[str] | None
 ) -> tuple[str, list[str], dict[str, tuple[list[str], list[str]]]]:
@@ -108,21 +124,18 @@ def _corpus_pairs(
         files = {split: (Path(pair[0]), Path(pair[1])) for split, pair in cfg.files.items()}
     else:
         src, tgt = cfg.src_lang, cfg.tgt_lang
-        if cfg.dir is not None:
-            where, directory = f"data.dir={cfg.dir}", Path(cfg.dir)
-        elif os.environ.get("MT_DATA_DIR"):
-            where, directory = f"MT_DATA_DIR={os.environ['MT_DATA_DIR']}", Path(os.environ["MT_DATA_DIR"])
-        else:
+        where, directory = _multi30k_location(cfg)
+        if directory is None:
             pairs = _hub_pairs(src, tgt)
-            return f"the hub ({HUB_DATASET})", list(pairs), pairs
-        files = _local_multi30k(directory, src, tgt)
+            return where, list(pairs), pairs
+        files = _local_multi30k(directory, src, tgt) if directory.is_dir() else {}
         if not files:
             # An explicitly named location that is wrong is an error, not a cue to fall back:
             # silently training on another copy (or downloading one) would hide the typo.
             raise DataError(
                 f"Multi30k not found in {where}: no train.{src}[.gz] / train.{tgt}[.gz] there; "
                 "set data.dir or MT_DATA_DIR to a directory with the raw Multi30k files, "
-                f"or unset both to download {HUB_DATASET} from the Hugging Face hub"
+                "or unset both to use the copy shipped with mt"
             )
     wanted = list(files) if splits is None else [s for s in splits if s in files]
     return where, list(files), {split: _read_pair(*files[split]) for split in wanted}
@@ -139,9 +152,10 @@ def _hub_pairs(src: str, tgt: str) -> dict[str, tuple[list[str], list[str]]]:
     except (OSError, ValueError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise DataError(
-            "Multi30k not found: data.dir is not set, MT_DATA_DIR is not set, and the Hugging Face hub "
-            f"({HUB_DATASET}) failed ({reason}); set data.dir or MT_DATA_DIR to a directory with the "
-            "raw Multi30k files (train.de.gz, train.en.gz, val.*, test_2016_flickr.*)"
+            "Multi30k not found: data.dir and MT_DATA_DIR are not set, the copy shipped with mt "
+            f"({SHIPPED_MULTI30K}) is missing, and the Hugging Face hub ({HUB_DATASET}) failed ({reason}); "
+            "set data.dir or MT_DATA_DIR to a directory with the raw Multi30k files "
+            "(train.de.gz, train.en.gz, val.*, test_2016_flickr.*)"
         ) from None
 
 

@@ -1,29 +1,33 @@
-"""Shared fixtures: the Multi30k copy named by MT_DATA_DIR and small tokenizers trained on it."""
+"""Shared fixtures: the Multi30k copy that ships with mt and small tokenizers trained on it.
+
+No test depends on the environment: MT_DATA_DIR is removed for every test (the tests about
+that variable set it themselves), so the suite reads the shipped corpus from any directory.
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from mt_cli.config import TokenizerConfig
 from mt_cli.corpus import read_lines
+from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.tokenizer import Tokenizer, train_tokenizer
 
 SMALL_VOCAB = 500
 SMALL_PAIRS = 3000
 
 
+@pytest.fixture(autouse=True)
+def _no_data_dir_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MT_DATA_DIR", raising=False)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    value = os.environ.get("MT_DATA_DIR")
-    if not value:
-        pytest.skip("MT_DATA_DIR is not set; point it at the raw Multi30k files to run corpus tests")
-    path = Path(value)
-    if not path.is_dir():
-        pytest.skip(f"MT_DATA_DIR={value} is not a directory")
-    return path
+    """The raw Multi30k files that ship in data/multi30k."""
+    return SHIPPED_MULTI30K
 
 
 def _raw(data_dir: Path, stem: str, lang: str) -> Path:

@@ -261,12 +261,12 @@ def test_missing_corpus_names_where_it_looked(tmp_path: Path, monkeypatch: pytes
     def offline(src: str, tgt: str) -> None:
         raise ConnectionError("Couldn't reach 'bentrevett/multi30k' on the Hub")
 
-    monkeypatch.delenv("MT_DATA_DIR", raising=False)
+    monkeypatch.setattr(corpus, "SHIPPED_MULTI30K", tmp_path / "not-shipped")
     monkeypatch.setattr(corpus, "_load_hub", offline)
     with pytest.raises(DataError) as err:
         load_corpus(DataConfig())
     message = str(err.value)
-    assert all(word in message for word in ("data.dir", "MT_DATA_DIR", "bentrevett/multi30k", "Couldn't reach"))
+    assert all(word in message for word in ("data.dir", "MT_DATA_DIR", "not-shipped", "bentrevett/multi30k", "Couldn't reach"))
 
 
 def test_files_source_and_its_errors(tmp_path: Path) -> None:

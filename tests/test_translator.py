@@ -125,7 +125,7 @@ def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
     assert json.loads(result.stdout)["length_penalty"] == 0.5
 
 
-def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path) -> None:
+def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: Path) -> None:
     import sacrebleu
 
     from mt_cli.corpus import read_lines
@@ -136,12 +136,11 @@ def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     hyps = hyps_path.read_text(encoding="utf-8").splitlines()
-    refs = read_lines(Path(__import__("os").environ["MT_DATA_DIR"]) / "val.en.gz")
+    refs = read_lines(data_dir / "val.en.gz")
     assert len(hyps) == len(refs) == report["sentences"] == 1014
     assert report["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score, abs=1e-9)
     assert report["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     src, ref = tmp_path / "val.de", tmp_path / "val.en"
-    data_dir = Path(__import__("os").environ["MT_DATA_DIR"])
     src.write_text("\n".join(read_lines(data_dir / "val.de.gz")[:40]) + "\n", encoding="utf-8")
     ref.write_text("\n".join(refs[:40]) + "\n", encoding="utf-8")
     subset = tmp_path / "subset.en"
