@@ -47,6 +47,7 @@ from typing import Any
 
 import torch
 
+from mt_cli.checkpoint import RunDir
 from mt_cli.config import Config, load_config
 from mt_cli.corpus import load_corpus
 from mt_cli.data import (
@@ -66,7 +67,7 @@ from mt_cli.optim import make_optimizer
 from mt_cli.textbook import naive_greedy_batch, textbook_from
 from mt_cli.tokenizer import prepare_tokenizers
 from mt_cli.training import token_loss
-from mt_cli.translator import Translator
+from mt_cli.translator import Translator, resolve_checkpoint
 
 NAIVE_BATCH = 128
 TEST_SPLIT = "test2016"
@@ -102,16 +103,16 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _load(config: Path, overrides: list[str], run: Path | None, device: str, workdir: Path,
-          log: Callable[[str], None]) -> tuple[Translator, str]:  # fmt: skip
+def _load(config: str | Path, overrides: list[str], run: Path | None, checkpoint: str | None, device: str,
+          workdir: Path, log: Callable[[str], None]) -> tuple[Translator, str]:  # fmt: skip
     """The model to measure (as a Translator) and a description of its weights."""
     if run is not None:
         # fp32 weights under autocast, as in training, so that the training rows train fp32
         # parameters and both implementations decode the same way (`mt translate` goes one
         # step further and casts the weights to bf16 once).
-        tr = Translator.from_run(run, device=device, amp="off")
+        tr = Translator.from_run(run, checkpoint, device=device, amp="off")
         tr = dataclasses.replace(tr, dtype=amp_dtype(tr.device, "auto"))
-        return tr, f"trained ({run}/checkpoints/best.pt)"
+        return tr, f"trained ({resolve_checkpoint(RunDir(run), checkpoint)})"
     cfg = load_config(config, overrides)
     train = load_corpus(cfg.data, ["train"])["train"]
     log(f"training throwaway tokenizers on {len(train):,} pairs (no --run)")
@@ -125,10 +126,16 @@ def _load(config: Path, overrides: list[str], run: Path | None, device: str, wor
 
 def _train_batches(tr: Translator, n: int) -> list[Batch]:
     cfg = tr.config
-    ds, _ = filter_long(encode_split(load_corpus(cfg.data, ["train"])["train"], tr.src_tok, tr.tgt_tok), cfg.data.max_len)
+    ds, _ = filter_long(
+        encode_split(load_corpus(cfg.data, ["train"])["train"], tr.src_tok, tr.tgt_tok), cfg.data.max_len
+    )
     src_ids, tgt_ids = encoded_lists(ds)
-    sampler = TokenBatchSampler(*sequence_lengths(ds), cfg.train.max_tokens, shuffle=True, seed=cfg.train.seed)
-    return [collate([src_ids[i] for i in b], [tgt_ids[i] for i in b]).to(tr.device) for b in sampler.batches()[:n]]
+    sampler = TokenBatchSampler(
+        *sequence_lengths(ds), cfg.train.max_tokens, shuffle=True, seed=cfg.train.seed
+    )
+    return [
+        collate([src_ids[i] for i in b], [tgt_ids[i] for i in b]).to(tr.device) for b in sampler.batches()[:n]
+    ]
 
 
 def _train_row(tr: Translator, batches: list[Batch], impl: str, dtype: torch.dtype | None) -> Row:
@@ -140,7 +147,9 @@ def _train_row(tr: Translator, batches: list[Batch], impl: str, dtype: torch.dty
 
     def step(b: Batch) -> None:
         with autocast(device, dtype):
-            logits = model(b.src, b.tgt_in, b.src_mask, b.tgt_mask) if impl == "ours" else model(b.src, b.tgt_in)
+            logits = (
+                model(b.src, b.tgt_in, b.src_mask, b.tgt_mask) if impl == "ours" else model(b.src, b.tgt_in)
+            )
             loss = token_loss(logits, b.tgt_out, tc.label_smoothing)
         scaler.scale(loss / b.tgt_tokens).backward()
         scaler.unscale_(optimizer)
@@ -180,7 +189,9 @@ def _translate_rows(tr: Translator, lines: list[str], beam: int) -> list[Row]:
         # As `mt translate` does, for both: weights cast once, not re-cast by autocast every step.
         model.to(dtype=tr.dtype)
         textbook.to(dtype=tr.dtype)
-    in_order = [list(range(i, min(i + NAIVE_BATCH, len(sources)))) for i in range(0, len(sources), NAIVE_BATCH)]
+    in_order = [
+        list(range(i, min(i + NAIVE_BATCH, len(sources)))) for i in range(0, len(sources), NAIVE_BATCH)
+    ]
     searches = {
         "ours greedy": (tr.batches(sources, 1), lambda src, mask: greedy_search(model, src, mask, dec.max_len_a, dec.max_len_b)),
         f"ours beam{beam}": (tr.batches(sources, beam), lambda src, mask: [h[0].tokens for h in beam_search(
@@ -208,7 +219,10 @@ def _time(rows: list[Row], repeats: int, device: torch.device, log: Callable[[st
             row.tokens = row.run()
             _sync(device)
             row.seconds.append(time.perf_counter() - start)
-        log(f"  repeat {r + 1}/{repeats}: " + " | ".join(f"{row.impl} {row.precision} {row.seconds[-1]:.2f} s" for row in rows))
+        log(
+            f"  repeat {r + 1}/{repeats}: "
+            + " | ".join(f"{row.impl} {row.precision} {row.seconds[-1]:.2f} s" for row in rows)
+        )
 
 
 def _status_kib(key: str) -> int:
@@ -248,11 +262,14 @@ def _measure_peaks(rows: list[Row], device: torch.device) -> None:
         for row in rows:
             row.peak_mib = _peak_mib(device, row.probe, libc)
     finally:
-        if libc is not None:  # a fixed threshold cannot be undone; 32 MiB is where glibc's dynamic one tops out
+        if (
+            libc is not None
+        ):  # a fixed threshold cannot be undone; 32 MiB is where glibc's dynamic one tops out
             libc.mallopt(-3, 32 * 2**20)
 
 
-def run_bench(config: Path, overrides: list[str], run: Path | None, device: str, sentences: int | None,
+def run_bench(config: str | Path, overrides: list[str], run: Path | None, checkpoint: str | None, device: str,
+              sentences: int | None,
               repeats: int, decode_repeats: int, batches: int, beam: int,
               log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
     """Measure everything; returns the report that ``format_report`` prints and --json writes."""
@@ -260,7 +277,7 @@ def run_bench(config: Path, overrides: list[str], run: Path | None, device: str,
 
     datasets.disable_progress_bars()
     with tempfile.TemporaryDirectory(prefix="mt-bench-") as workdir:
-        tr, weights = _load(config, overrides, run, device, Path(workdir), log)
+        tr, weights = _load(config, overrides, run, checkpoint, device, Path(workdir), log)
     cfg: Config = tr.config
     lines = list(load_corpus(cfg.data, [TEST_SPLIT])[TEST_SPLIT]["src"])[:sentences]
     train_batches = _train_batches(tr, batches)
@@ -279,7 +296,9 @@ def run_bench(config: Path, overrides: list[str], run: Path | None, device: str,
     ratios = {f"train {r['precision']}: ours / nn.Transformer tokens/s": r["tokens_per_s"] / t["tokens_per_s"]
               for r, t in zip(rows[0:len(train_rows):2], rows[1:len(train_rows):2])}  # fmt: skip
     if amp is not None:
-        ratios[f"train ours: {_precision(amp)} / fp32 tokens/s"] = rows[2]["tokens_per_s"] / rows[0]["tokens_per_s"]
+        ratios[f"train ours: {_precision(amp)} / fp32 tokens/s"] = (
+            rows[2]["tokens_per_s"] / rows[0]["tokens_per_s"]
+        )
     ratios["greedy: naive nn.Transformer / ours time"] = naive["median_s"] / greedy["median_s"]
     ratios[f"beam{beam} / greedy time (ours)"] = beamed["median_s"] / greedy["median_s"]
     same = sum(translate_rows[0].outputs.get(i, []) == ids for i, ids in translate_rows[2].outputs.items())
@@ -321,6 +340,10 @@ def format_report(report: dict[str, Any]) -> list[str]:
         "tokens/s: train = real source+target tokens per forward+backward+AdamW step; "
         "translate = generated tokens (EOS included)",
         "peak MiB: above what the row held before (weights, optimizer state), on its largest batch; "
-        + ("CUDA allocated memory" if report["device"].startswith("cuda") else "growth of the process's resident set"),
+        + (
+            "CUDA allocated memory"
+            if report["device"].startswith("cuda")
+            else "growth of the process's resident set"
+        ),
     ]
     return lines

@@ -73,8 +73,10 @@ class DecoderCache:
         sources = index[:: self.beams] // self.beams  # (B',) the source of each kept group
         layers = [
             LayerCache(
-                c.self_k.index_select(0, index), c.self_v.index_select(0, index),
-                c.cross_k.index_select(0, sources), c.cross_v.index_select(0, sources),
+                c.self_k.index_select(0, index),
+                c.self_v.index_select(0, index),
+                c.cross_k.index_select(0, sources),
+                c.cross_v.index_select(0, sources),
             )  # fmt: skip
             for c in self.layers
         ]

@@ -7,10 +7,7 @@ the middle of a save leaves the previous file intact.
 
 from __future__ import annotations
 
-import json
-import os
 import pickle
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +17,7 @@ import torch
 
 from mt_cli.config import Config, config_from_dict, load_config
 from mt_cli.errors import CheckpointError, ConfigError
+from mt_cli.files import atomic_write_bytes
 
 
 @dataclass(frozen=True)
@@ -41,6 +39,10 @@ class RunDir:
     @property
     def best(self) -> Path:
         return self.checkpoints / "best.pt"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "train.log"
 
     @property
     def metrics(self) -> Path:
@@ -70,28 +72,8 @@ class RunDir:
         return load_config(self.config)
 
 
-def atomic_write_bytes(path: Path, write: Any) -> None:
-    """Call ``write(file)`` on a temporary file next to ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def save_checkpoint(payload: dict[str, Any], path: Path) -> None:
     atomic_write_bytes(path, lambda handle: torch.save(payload, handle))
-
-
-def write_json(data: Any, path: Path) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(path, lambda handle: handle.write(text.encode("utf-8")))
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -105,7 +87,9 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise CheckpointError(f"checkpoint {path} is damaged or truncated ({reason}); retrain or pick another") from None
+        raise CheckpointError(
+            f"checkpoint {path} is damaged or truncated ({reason}); retrain or pick another"
+        ) from None
     if not isinstance(payload, dict) or "model" not in payload or "config" not in payload:
         raise CheckpointError(f"checkpoint {path} is not an mt checkpoint (no model weights and config)")
     return payload

@@ -154,7 +154,10 @@ def config_to_dict(config: Config) -> dict[str, Any]:
 
 
 def save_config(config: Config, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False), encoding="utf-8")
+    from mt_cli.files import atomic_write_bytes
+
+    text = yaml.safe_dump(config_to_dict(config), sort_keys=False, allow_unicode=True)
+    atomic_write_bytes(Path(path), lambda handle: handle.write(text.encode("utf-8")))
 
 
 def _apply_override(raw: dict[str, Any], item: str) -> None:
@@ -180,9 +183,7 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1)
             hint = f"; did you mean {prefix}{close[0]}?" if close else ""
-            raise ConfigError(
-                f"unknown config key {prefix}{key}{hint} (valid: {', '.join(fields)})"
-            )
+            raise ConfigError(f"unknown config key {prefix}{key}{hint} (valid: {', '.join(fields)})")
     values = {}
     for name, value in raw.items():
         hint = hints[name]
@@ -258,7 +259,10 @@ def check_consistency(cfg: Config) -> None:
         f"model.max_positions={m.max_positions} must be at least data.max_len + 2 = {d.max_len + 2}",
     )
     _require(d.train_limit is None or d.train_limit > 0, f"data.train_limit={d.train_limit} must be positive")
-    _require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {', '.join(SPLITS)}")
+    _require(
+        d.test_split in SPLITS,
+        f"data.test_split={d.test_split!r} is not valid; choose one of {', '.join(SPLITS)}",
+    )
     for split, pair in d.files.items():
         _require(split in SPLITS, f"data.files.{split} is not a split; choose from {', '.join(SPLITS)}")
         _require(len(pair) == 2, f"data.files.{split} must be [source_file, target_file]")
@@ -270,20 +274,41 @@ def check_consistency(cfg: Config) -> None:
     for name in ("src_bpe_dropout", "tgt_bpe_dropout"):
         value = getattr(k, name)
         _require(0.0 <= value < 1.0, f"tokenizer.{name}={value} must be in [0, 1)")
-        _require(value == 0.0 or k.model_type == "bpe", f"tokenizer.{name} needs tokenizer.model_type=bpe (got {k.model_type!r})")
+        _require(
+            value == 0.0 or k.model_type == "bpe",
+            f"tokenizer.{name} needs tokenizer.model_type=bpe (got {k.model_type!r})",
+        )
     for name in ("d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
         _require(getattr(m, name) >= 1, f"model.{name}={getattr(m, name)} must be at least 1")
-    _require(m.d_model % m.n_heads == 0, f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")
+    _require(
+        m.d_model % m.n_heads == 0, f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}"
+    )
     _require(m.d_model % 2 == 0, f"model.d_model={m.d_model} must be even (sinusoidal positions)")
-    for name in ("dropout", "attention_dropout", "activation_dropout", "src_token_dropout", "tgt_token_dropout"):
+    for name in (
+        "dropout",
+        "attention_dropout",
+        "activation_dropout",
+        "src_token_dropout",
+        "tgt_token_dropout",
+    ):
         _require(0.0 <= getattr(m, name) < 1.0, f"model.{name}={getattr(m, name)} must be in [0, 1)")
     _require(
         not m.share_embeddings or k.src_vocab_size == k.tgt_vocab_size,
         "model.share_embeddings needs tokenizer.src_vocab_size == tokenizer.tgt_vocab_size "
         f"(got {k.src_vocab_size} and {k.tgt_vocab_size})",
     )
-    _require(t.max_tokens >= 2 * d.max_len, f"train.max_tokens={t.max_tokens} must hold one pair of data.max_len={d.max_len} tokens per side (>= {2 * d.max_len})")
-    for name in ("accum_steps", "keep_last", "save_every_steps", "log_every_steps", "max_bad_steps", "max_epochs"):
+    _require(
+        t.max_tokens >= 2 * d.max_len,
+        f"train.max_tokens={t.max_tokens} must hold one pair of data.max_len={d.max_len} tokens per side (>= {2 * d.max_len})",
+    )
+    for name in (
+        "accum_steps",
+        "keep_last",
+        "save_every_steps",
+        "log_every_steps",
+        "max_bad_steps",
+        "max_epochs",
+    ):
         _require(getattr(t, name) >= 1, f"train.{name}={getattr(t, name)} must be at least 1")
     for name in ("max_steps", "validate_every_steps", "patience", "warmup_steps", "average_last"):
         _require(getattr(t, name) >= 0, f"train.{name}={getattr(t, name)} must be >= 0")
@@ -297,15 +322,26 @@ def check_consistency(cfg: Config) -> None:
         t.average_last <= t.keep_last,
         f"train.average_last={t.average_last} cannot exceed train.keep_last={t.keep_last}",
     )
-    _require(t.schedule == "constant" or t.warmup_steps >= 1, f"train.schedule={t.schedule} needs train.warmup_steps >= 1")
+    _require(
+        t.schedule == "constant" or t.warmup_steps >= 1,
+        f"train.schedule={t.schedule} needs train.warmup_steps >= 1",
+    )
     decays = t.schedule in ("cosine", "linear")
     if decays and t.lr_horizon == "max_minutes":
-        _require(t.max_minutes > 0, f"train.lr_horizon=max_minutes needs a time budget: set train.max_minutes > 0 (got {t.max_minutes})")
+        _require(
+            t.max_minutes > 0,
+            f"train.lr_horizon=max_minutes needs a time budget: set train.max_minutes > 0 (got {t.max_minutes})",
+        )
     _require(
         not decays or t.max_steps > t.warmup_steps or (t.lr_horizon == "max_minutes" and t.max_steps == 0),
         f"train.schedule={t.schedule} decays to zero at train.max_steps, which must exceed "
         f"train.warmup_steps={t.warmup_steps} (got {t.max_steps}; with train.lr_horizon=max_minutes, 0 means no cap)",
     )
     _require(dec.beam_size >= 1, f"decode.beam_size={dec.beam_size} must be at least 1")
-    _require(dec.max_len_a >= 0 and dec.max_len_b >= 1, "decode.max_len_a must be >= 0 and decode.max_len_b >= 1")
-    _require(dec.max_tokens >= m.max_positions, f"decode.max_tokens={dec.max_tokens} must be >= model.max_positions={m.max_positions}")
+    _require(
+        dec.max_len_a >= 0 and dec.max_len_b >= 1, "decode.max_len_a must be >= 0 and decode.max_len_b >= 1"
+    )
+    _require(
+        dec.max_tokens >= m.max_positions,
+        f"decode.max_tokens={dec.max_tokens} must be >= model.max_positions={m.max_positions}",
+    )

@@ -7,15 +7,14 @@ that need it, so reading a text file does not pay for it.
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.config import SPLITS
 from mt_cli.errors import DataError
+from mt_cli.files import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 if TYPE_CHECKING:
@@ -28,39 +27,6 @@ _HUB_SPLITS = {"train": "train", "validation": "val", "test": "test2016"}
 # Our split name -> file stem of the official raw Multi30k task-1 files.
 MULTI30K_FILES = {"train": "train", "val": "val", "test2016": "test_2016_flickr", "test2017": "test_2017_flickr",
                   "mscoco2017": "test_2017_mscoco", "test2018": "test_2018_flickr"}  # fmt: skip
-
-
-def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file (gzipped if it ends in .gz), only the line ending removed.
-
-    Splits on "\\n" alone: ``str.splitlines`` also breaks at characters such as U+2028, which
-    would silently shift one side of a parallel corpus against the other.
-    """
-    path = Path(path)
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as f:
-                raw = f.read()
-        else:
-            raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path} does not exist") from None
-    except (OSError, EOFError, zlib.error) as err:
-        raise DataError(f"cannot read {path}: {err}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
-    return text_lines(text)
-
-
-def text_lines(text: str) -> list[str]:
-    """Lines of ``text``, split on "\n" alone (a BOM and CR line endings are dropped)."""
-    lines = text.removeprefix("\ufeff").split("\n")
-    if lines[-1] == "":  # the final newline ends the last line; it does not start a new one
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _read_pair(src_path: Path, tgt_path: Path) -> tuple[list[str], list[str]]:

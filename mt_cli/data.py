@@ -127,7 +127,9 @@ class TokenBatchSampler:
         world_size: int = 1,
     ) -> None:
         if max_tokens < 1 or world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"bad sampler settings max_tokens={max_tokens} rank={rank} world_size={world_size}")
+            raise ValueError(
+                f"bad sampler settings max_tokens={max_tokens} rank={rank} world_size={world_size}"
+            )
         self.max_tokens, self.shuffle, self.seed = max_tokens, shuffle, seed
         self.rank, self.world_size = rank, world_size
         self.epoch = 0

@@ -183,6 +183,8 @@ def cross_attention(
     cache = model.start_cache(memory, src_mask)
     rows = []
     for token in [BOS_ID, *tokens]:
-        _, cache, attention = model.step(torch.tensor([token], device=src.device), cache, return_attention=True)
+        _, cache, attention = model.step(
+            torch.tensor([token], device=src.device), cache, return_attention=True
+        )
         rows.append(attention[0].float())  # (S,)
     return torch.stack(rows)  # (T, S)

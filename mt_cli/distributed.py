@@ -88,4 +88,8 @@ class Distributed:
             torch_dist.destroy_process_group()
 
     def _collective_device(self) -> torch.device:
-        return torch.device("cuda", self.local_rank) if torch_dist.get_backend() == "nccl" else torch.device("cpu")
+        return (
+            torch.device("cuda", self.local_rank)
+            if torch_dist.get_backend() == "nccl"
+            else torch.device("cpu")
+        )

@@ -1,8 +1,20 @@
-"""Errors a person can fix. The CLI prints each as one line on stderr and exits with code 2."""
+"""Errors a person can fix, each with the exit code the CLI ends with.
+
+The CLI prints any ``MtError`` as one line on stderr (``error: ...``) and exits with the
+class's ``exit_code``; the table of codes is in README.md. A traceback means a bug in mt.
+"""
+
+from typing import ClassVar
+
+EXIT_USAGE = 2  # a mistake in the command, its config or its input: fix it and run again
+EXIT_FAILURE = 3  # the command was right but the work could not be done (e.g. training diverged)
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM; training saved last.pt first
 
 
 class MtError(Exception):
     """Base class: the message says what is wrong and what to do."""
+
+    exit_code: ClassVar[int] = EXIT_USAGE
 
 
 class ConfigError(MtError):
@@ -19,3 +31,9 @@ class CheckpointError(MtError):
 
 class InputError(MtError):
     """Input text or files that cannot be used (missing, not UTF-8, ...)."""
+
+
+class RunFailure(MtError):
+    """The work itself failed although the command was valid (training diverged, a disk filled up)."""
+
+    exit_code: ClassVar[int] = EXIT_FAILURE

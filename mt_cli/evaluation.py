@@ -52,7 +52,9 @@ class Evaluation:
         return data
 
 
-def evaluate(translate: Callable[[list[str]], list[str]], sources: Sequence[str], references: Sequence[str]) -> Evaluation:
+def evaluate(
+    translate: Callable[[list[str]], list[str]], sources: Sequence[str], references: Sequence[str]
+) -> Evaluation:
     """Translate ``sources`` with ``translate(lines) -> lines``, time it, and score it."""
     start = time.perf_counter()
     hypotheses = translate(list(sources))
@@ -84,16 +86,15 @@ def evaluate_run(
     device: str,
 ) -> RunEvaluation:
     """Translate a split of the run's corpus (or ``src``) with a trained run and score it."""
+    from tqdm import tqdm
+
     from mt_cli.checkpoint import RunDir
-    from mt_cli.corpus import read_lines
     from mt_cli.translator import Translator, resolve_checkpoint
 
     if (src is None) != (ref is None):
         raise InputError("--src and --ref go together: give both files or neither")
     if src is not None and ref is not None:
-        sources, references, name = read_lines(src), read_lines(ref), str(src)
-        if len(sources) != len(references):
-            raise InputError(f"{src} has {len(sources)} lines but {ref} has {len(references)}")
+        sources, references, name = _paired_files(src, ref, "--src")
     translator = Translator.from_run(run_dir, checkpoint, device).with_length_penalty(length_penalty)
     if src is None:
         from mt_cli.corpus import load_corpus
@@ -101,6 +102,28 @@ def evaluate_run(
         corpus = load_corpus(translator.config.data, [split])[split]
         sources, references, name = corpus["src"], corpus["tgt"], split
     beam_size = translator.config.decode.beam_size if beam is None else beam
-    result = evaluate(lambda lines: translator.translate_text(lines, beam_size=beam_size), sources, references)
+    with tqdm(total=len(sources), desc=f"translating {name}", unit="line", leave=False, disable=None) as bar:
+        result = evaluate(
+            lambda lines: translator.translate_text(lines, beam_size=beam_size, progress=bar.update),
+            sources,
+            references,
+        )
     used = resolve_checkpoint(RunDir(Path(run_dir)), checkpoint)
     return RunEvaluation(name, beam_size, translator.config.decode.length_penalty, str(used), result)
+
+
+def score_files(hyp: Path, ref: Path) -> Scores:
+    """``mt eval --hyp FILE --ref FILE``: score translations someone already made, like ``sacrebleu -i``."""
+    hypotheses, references, _ = _paired_files(hyp, ref, "--hyp")
+    return score(hypotheses, references)
+
+
+def _paired_files(first: Path, ref: Path, option: str) -> tuple[list[str], list[str], str]:
+    from mt_cli.files import check_input_file, read_lines
+
+    check_input_file(first, option)
+    check_input_file(ref, "--ref")
+    lines, references = read_lines(first), read_lines(ref)
+    if len(lines) != len(references):
+        raise InputError(f"{first} has {len(lines)} lines but {ref} has {len(references)}; they must pair up")
+    return lines, references, str(first)

@@ -127,7 +127,9 @@ class SelfAttention(MultiHeadAttention):
             past_k, past_v = _grown(past_k, length), _grown(past_v, length)
         past_k[:, :, length] = k[:, :, 0]
         past_v[:, :, length] = v[:, :, 0]
-        out, _ = self.attend(q, past_k[:, :, : length + 1], past_v[:, :, : length + 1], None)  # over (B, H, t+1, Dh)
+        out, _ = self.attend(
+            q, past_k[:, :, : length + 1], past_v[:, :, : length + 1], None
+        )  # over (B, H, t+1, Dh)
         return out, past_k, past_v
 
 

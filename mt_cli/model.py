@@ -61,7 +61,9 @@ class Transformer(nn.Module):
     ) -> None:
         super().__init__()
         if share_embeddings and src_vocab_size != tgt_vocab_size:
-            raise ValueError(f"share_embeddings needs equal vocab sizes, got {src_vocab_size} and {tgt_vocab_size}")
+            raise ValueError(
+                f"share_embeddings needs equal vocab sizes, got {src_vocab_size} and {tgt_vocab_size}"
+            )
         self.src_vocab_size = src_vocab_size
         self.tgt_vocab_size = tgt_vocab_size
         self.max_positions = max_positions
@@ -83,8 +85,12 @@ class Transformer(nn.Module):
             activation=activation,
             norm_first=norm_first,
         )
-        self.encoder = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, **layer_args) for _ in range(encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, **layer_args) for _ in range(decoder_layers))
+        self.encoder = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, **layer_args) for _ in range(encoder_layers)
+        )
+        self.decoder = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, **layer_args) for _ in range(decoder_layers)
+        )
         # Pre-norm leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
         self.encoder_norm: nn.Module = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm: nn.Module = nn.LayerNorm(d_model) if norm_first else nn.Identity()
@@ -141,7 +147,9 @@ class Transformer(nn.Module):
         layers = []
         weights = None
         for i, (layer, layer_cache) in enumerate(zip(self.decoder, cache.layers, strict=True)):
-            x, layer_cache, w = layer.step(x, layer_cache, cache.src_mask, cache.length, return_attention and i == last)
+            x, layer_cache, w = layer.step(
+                x, layer_cache, cache.src_mask, cache.length, return_attention and i == last
+            )
             layers.append(layer_cache)
             if w is not None:
                 weights = w.mean(dim=1)[:, 0].float()  # (B, H, 1, S) -> (B, S)
@@ -161,7 +169,9 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> T
     if cfg.d_model % 2:
         raise ConfigError(f"model.d_model={cfg.d_model} must be even (sinusoidal positions)")
     if min(src_vocab_size, tgt_vocab_size) < 4:
-        raise ConfigError(f"vocabularies of {src_vocab_size} and {tgt_vocab_size} cannot hold pad/unk/bos/eos")
+        raise ConfigError(
+            f"vocabularies of {src_vocab_size} and {tgt_vocab_size} cannot hold pad/unk/bos/eos"
+        )
     return Transformer(
         src_vocab_size=src_vocab_size,
         tgt_vocab_size=tgt_vocab_size,

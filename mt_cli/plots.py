@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from mt_cli.errors import InputError
+from mt_cli.files import atomic_write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -43,13 +43,7 @@ def _save(fig: Figure, path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fig.savefig(tmp, format="png", dpi=DPI)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write_bytes(path, lambda handle: fig.savefig(handle, format="png", dpi=DPI))
 
 
 def plot_attention(src_pieces: list[str], tgt_pieces: list[str], weights: torch.Tensor, path: Path) -> None:
@@ -73,7 +67,9 @@ def plot_attention(src_pieces: list[str], tgt_pieces: list[str], weights: torch.
     if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()) or \
             not torch.allclose(sums, torch.ones_like(sums), atol=ROW_SUM_TOLERANCE, rtol=0):  # fmt: skip
         worst = float((sums - 1).abs().nan_to_num(math.inf).max())
-        raise ValueError(f"attention rows must be non-negative and sum to 1 (worst row is off by {worst:.3g})")
+        raise ValueError(
+            f"attention rows must be non-negative and sum to 1 (worst row is off by {worst:.3g})"
+        )
 
     n_tgt, n_src = weights.shape
     # About 0.34 inch per cell, plus room for the labels and the colorbar; never tiny.
@@ -124,7 +120,9 @@ def read_metrics(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, An
             events[record["event"]][record["step"]] = record
     train, val = ([by_step[s] for s in sorted(by_step)] for by_step in events.values())
     if not train:
-        raise InputError(f"{path} has no training events yet; train longer (train.log_every_steps) and plot again")
+        raise InputError(
+            f"{path} has no training events yet; train longer (train.log_every_steps) and plot again"
+        )
     return train, val
 
 
@@ -149,7 +147,9 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
     steps, loss = _series(train, "loss")
     loss_ax.plot(steps, loss, color=blue, linewidth=1.2, label="train (label-smoothed)")
     val_steps, val_loss = _series(val, "loss")
-    loss_ax.plot(val_steps, val_loss, color=orange, marker="o", markersize=3.5, linewidth=1.4, label="validation (NLL)")
+    loss_ax.plot(
+        val_steps, val_loss, color=orange, marker="o", markersize=3.5, linewidth=1.4, label="validation (NLL)"
+    )
     loss_ax.set_ylabel("loss per target token (nats)")
     loss_ax.set_title("Loss")
     loss_ax.legend(frameon=False)

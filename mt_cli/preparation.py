@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from mt_cli.data import (
     within_max_len,
 )
 from mt_cli.distributed import Distributed
+from mt_cli.errors import InputError
 from mt_cli.tokenizer import Tokenizer, load_tokenizers, prepare_tokenizers
 
 if TYPE_CHECKING:
@@ -71,7 +73,8 @@ def tokenizers_for(
     """Train (rank 0) or reuse the two tokenizers; other ranks wait, then load them."""
     if dist.is_main:
         train = corpus["train"]
-        tokenizers = prepare_tokenizers(cfg, run.root, train["src"], train["tgt"], log=log)
+        frozen = bool(run.previous_training())
+        tokenizers = prepare_tokenizers(cfg, run.root, train["src"], train["tgt"], log=log, frozen=frozen)
     dist.barrier()
     if not dist.is_main:
         tokenizers = load_tokenizers(run.root, cfg.data.src_lang, cfg.data.tgt_lang)
@@ -110,22 +113,42 @@ def prepare_training_data(
 
 
 def describe_preparation(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]:
-    """``mt prepare``: load every split, train or reuse the tokenizers, and report on both."""
+    """``mt prepare``: load every split, train or reuse the tokenizers, and report on both.
+
+    A run directory this call created is removed again if it fails or is interrupted.
+    """
+    from tqdm import tqdm
+
     from mt_cli.tokenizer import tokenizer_stats
 
     run = RunDir(run_dir)
-    run.root.mkdir(parents=True, exist_ok=True)
-    corpus = load_corpus(cfg.data)
-    src_tok, tgt_tok = tokenizers_for(cfg, run, corpus, Distributed(), log)
-    lines = [" | ".join(f"{name}: {len(split):,} pairs" for name, split in corpus.items())]
-    for tok, column in ((src_tok, "src"), (tgt_tok, "tgt")):
-        for split in ("train", "val"):
-            if split not in corpus:
-                continue
-            stats = tokenizer_stats(tok, corpus[split][column])
-            lines.append(
-                f"{tok.lang} {split}: vocab {stats['vocab_size']:,} | coverage {stats['coverage']:.4%} | "
-                f"{stats['pieces_per_sentence']:.1f} pieces per sentence"
-            )
+    if run.root.exists() and not run.root.is_dir():
+        raise InputError(f"run directory {run.root} is a file; give a directory for --run")
+    with tqdm(total=3, desc="prepare", unit="stage", leave=False, disable=None) as bar:
+        bar.set_postfix_str("corpus")
+        corpus = load_corpus(cfg.data)
+        bar.update()
+        bar.set_postfix_str("tokenizers")
+        created = not run.root.exists()
+        run.root.mkdir(parents=True, exist_ok=True)
+        try:
+            src_tok, tgt_tok = tokenizers_for(cfg, run, corpus, Distributed(), log)
+        except BaseException:
+            if created:
+                shutil.rmtree(run.root, ignore_errors=True)
+            raise
+        bar.update()
+        bar.set_postfix_str("statistics")
+        lines = [" | ".join(f"{name}: {len(split):,} pairs" for name, split in corpus.items())]
+        for tok, column in ((src_tok, "src"), (tgt_tok, "tgt")):
+            for split in ("train", "val"):
+                if split not in corpus:
+                    continue
+                stats = tokenizer_stats(tok, corpus[split][column])
+                lines.append(
+                    f"{tok.lang} {split}: vocab {stats['vocab_size']:,} | coverage {stats['coverage']:.4%} | "
+                    f"{stats['pieces_per_sentence']:.1f} pieces per sentence"
+                )
+        bar.update()
     lines.append(f"tokenizers: {run.root}/spm.{src_tok.lang}.model, {run.root}/spm.{tgt_tok.lang}.model")
     return lines

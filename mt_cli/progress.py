@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -61,3 +62,16 @@ class MetricsLog:
         record.update({k: round(v, 6) if isinstance(v, float) else v for k, v in values.items()})
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+
+
+class LogFile:
+    """A log function that also appends each line, timestamped, to a file (``RUN/train.log``)."""
+
+    def __init__(self, path: Path, echo: Callable[[str], None]):
+        self.path, self.echo = path, echo
+
+    def __call__(self, message: str) -> None:
+        self.echo(message)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(f"{stamp} {line}\n" for line in message.splitlines() or [""]))

@@ -34,4 +34,6 @@ def resolve_recipe(name_or_path: str | Path) -> Path:
         if shipped.is_file():
             return shipped
     names = ", ".join(recipe_names()) or "none found"
-    raise ConfigError(f"config file {path} does not exist; give a YAML path or a shipped recipe name ({names})")
+    raise ConfigError(
+        f"config file {path} does not exist; give a YAML path or a shipped recipe name ({names})"
+    )

@@ -88,7 +88,9 @@ class TextbookTransformer(nn.Module):
         src_pad = src == PAD_ID
         with _fast_path_guard(), warnings.catch_warnings():
             # The fast path packs padded sources as (prototype) nested tensors and says so each time.
-            warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors", category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message="The PyTorch API of nested tensors", category=UserWarning
+            )
             memory = self.transformer.encoder(self._embed(self.src_embed, src), src_key_padding_mask=src_pad)
         return memory, src_pad
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import sentencepiece as spm
 
 from mt_cli.errors import CheckpointError, DataError
+from mt_cli.files import atomic_write_bytes, write_json
 
 if TYPE_CHECKING:
     from mt_cli.config import Config, TokenizerConfig
@@ -108,16 +108,6 @@ def _settings_path(run_dir: str | Path, lang: str) -> Path:
     return Path(run_dir) / f"spm.{lang}.json"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    # Write-then-rename: an interrupted run leaves either the old file or none, never half of one.
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _settings(texts: list[str], lang: str, vocab_size: int, cfg: TokenizerConfig) -> dict[str, Any]:
     digest = hashlib.sha256()
     for text in texts:
@@ -170,9 +160,9 @@ def train_tokenizer(
             f"SentencePiece could not train the {lang} tokenizer: {str(err).splitlines()[0]}"
         ) from None
     path = tokenizer_path(run_dir, lang)
-    _atomic_write(path, model.getvalue())
+    atomic_write_bytes(path, lambda handle: handle.write(model.getvalue()))
     settings = _settings(texts, lang, vocab_size, cfg)
-    _atomic_write(_settings_path(run_dir, lang), json.dumps(settings, indent=2).encode("utf-8"))
+    write_json(settings, _settings_path(run_dir, lang))
     return Tokenizer.load(path, lang)
 
 
@@ -205,8 +195,13 @@ def prepare_tokenizers(
     train_src: list[str],
     train_tgt: list[str],
     log: Callable[[str], None] = print,
+    frozen: bool = False,
 ) -> tuple[Tokenizer, Tokenizer]:
-    """(source, target) tokenizers: reuse the saved ones when they match the config, else train."""
+    """(source, target) tokenizers: reuse the saved ones when they match the config, else train.
+
+    ``frozen``: the run already holds checkpoints trained on these tokenizers, so a change is
+    refused (CheckpointError) instead of silently making those checkpoints useless.
+    """
     run_dir = Path(run_dir)
     sides = (
         (cfg.data.src_lang, cfg.tokenizer.src_vocab_size, train_src),
@@ -219,6 +214,11 @@ def prepare_tokenizers(
         if reason is None:
             tok = Tokenizer.load(tokenizer_path(run_dir, lang), lang)
             log(f"tokenizer {lang}: reusing {tokenizer_path(run_dir, lang)} ({tok.vocab_size} pieces)")
+        elif frozen:
+            raise CheckpointError(
+                f"{run_dir} holds a trained model whose {lang} tokenizer would change ({reason}); its "
+                f"checkpoints depend on it: use another --run, or the settings in {run_dir / 'config.yaml'}"
+            )
         else:
             log(f"tokenizer {lang}: training ({reason})")
             tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir)

@@ -10,6 +10,7 @@ so resuming needs no scheduler state.
 from __future__ import annotations
 
 import math
+import shutil
 import signal
 import sys
 import time
@@ -25,16 +26,16 @@ from mt_cli.config import Config, config_to_dict, save_config
 from mt_cli.data import Batch, TokenBatchSampler, collate, epoch_seed, pair_widths
 from mt_cli.device import amp_dtype, autocast, resolve_device
 from mt_cli.distributed import Distributed
-from mt_cli.errors import CheckpointError, MtError
+from mt_cli.errors import CheckpointError, InputError, RunFailure
 from mt_cli.model import build_model, count_parameters
 from mt_cli.optim import learning_rate, make_optimizer
 from mt_cli.preparation import TrainingData, prepare_training_data
-from mt_cli.progress import MetricsLog, Progress, capture_rng, restore_rng
+from mt_cli.progress import LogFile, MetricsLog, Progress, capture_rng, restore_rng
 from mt_cli.tokenizer import PAD_ID
 from mt_cli.validation import Validator
 
 
-class TrainingError(MtError):
+class TrainingError(RunFailure):
     """Training cannot go on (e.g. the loss stayed non-finite)."""
 
 
@@ -54,7 +55,9 @@ def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> 
 
 
 class Trainer:
-    def __init__(self, cfg: Config, run: RunDir, data: TrainingData, dist: Distributed, log: Callable[[str], None]):
+    def __init__(
+        self, cfg: Config, run: RunDir, data: TrainingData, dist: Distributed, log: Callable[[str], None]
+    ):
         self.cfg, self.run, self.data, self.dist, self.log = cfg, run, data, dist, log
         tc = cfg.train
         self.device = dist.device(resolve_device(tc.device))
@@ -66,8 +69,12 @@ class Trainer:
         # This epoch's training ids: BPE-dropout replaces them at every epoch (see begin_epoch).
         self.train_src, self.train_tgt = data.train_src, data.train_tgt
         self.sampler = TokenBatchSampler(
-            *pair_widths(self.train_src, self.train_tgt), tc.max_tokens, shuffle=True,
-            seed=tc.seed, rank=dist.rank, world_size=dist.world_size,
+            *pair_widths(self.train_src, self.train_tgt),
+            tc.max_tokens,
+            shuffle=True,
+            seed=tc.seed,
+            rank=dist.rank,
+            world_size=dist.world_size,
         )
         self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main)
@@ -104,7 +111,9 @@ class Trainer:
         self.scaler.load_state_dict(payload["scaler"])
         self.progress = Progress.from_dict(payload["progress"])
         restore_rng(payload["rng"])
-        self.log(f"resumed from {self.run.last} at update {self.progress.step}, epoch {self.progress.epoch + 1}")
+        self.log(
+            f"resumed from {self.run.last} at update {self.progress.step}, epoch {self.progress.epoch + 1}"
+        )
 
     # ---- one update ----------------------------------------------------------------------
     def update(self, batches: list[Batch]) -> tuple[float, float]:
@@ -117,7 +126,9 @@ class Trainer:
             sync = i == len(batches) - 1
             with self.dist.no_sync(self.ddp) if not sync else nullcontext():
                 with autocast(self.device, self.dtype):
-                    logits = self.forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+                    logits = self.forward(
+                        batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask
+                    )  # (B, T, V)
                     loss = token_loss(logits, batch.tgt_out, tc.label_smoothing)
                 # DDP averages gradients over ranks; scale so the result is a per-token mean.
                 self.scaler.scale(loss * self.dist.world_size / tokens).backward()
@@ -185,8 +196,14 @@ class Trainer:
         reasons = [
             (self.stop_signal is not None, f"received {self.stop_signal}"),
             (tc.max_steps > 0 and p.step >= tc.max_steps, f"reached train.max_steps={tc.max_steps}"),
-            (tc.max_minutes > 0 and self.budget_used() >= tc.max_minutes * 60, f"reached train.max_minutes={tc.max_minutes:g}"),
-            (tc.patience > 0 and p.stale_validations >= tc.patience, f"no better validation for train.patience={tc.patience}"),
+            (
+                tc.max_minutes > 0 and self.budget_used() >= tc.max_minutes * 60,
+                f"reached train.max_minutes={tc.max_minutes:g}",
+            ),
+            (
+                tc.patience > 0 and p.stale_validations >= tc.patience,
+                f"no better validation for train.patience={tc.patience}",
+            ),
         ]
         local = next((why for hit, why in reasons if hit), None)
         return self.dist.agree(local)
@@ -214,7 +231,7 @@ class Trainer:
             self.save_last()
             raise Interrupted(
                 f"training interrupted at update {p.step} ({self.stop_signal}); last.pt saved. Resume with: "
-                f"mt train --run-dir {self.run.root} --resume"
+                f"mt train --run {self.run.root} --resume"
             )
         if p.last_validated_step != p.step:
             self.validate()
@@ -243,12 +260,24 @@ class Trainer:
                 bar.update(len(batches))
                 bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}")
                 if p.step > applied_before and p.step % tc.log_every_steps == 0:
-                    self.metrics.write("train", step=p.step, epoch=p.epoch + 1, loss=loss, grad_norm=grad_norm,
-                                       lr=lr, tokens_per_s=rate, elapsed=p.elapsed)
+                    self.metrics.write(
+                        "train",
+                        step=p.step,
+                        epoch=p.epoch + 1,
+                        loss=loss,
+                        grad_norm=grad_norm,
+                        lr=lr,
+                        tokens_per_s=rate,
+                        elapsed=p.elapsed,
+                    )
                     window_tokens, window_start = 0, time.perf_counter()
                 if p.step > applied_before and p.step % tc.save_every_steps == 0:
                     self.save_last()
-                if p.step > applied_before and tc.validate_every_steps and p.step % tc.validate_every_steps == 0:
+                if (
+                    p.step > applied_before
+                    and tc.validate_every_steps
+                    and p.step % tc.validate_every_steps == 0
+                ):
                     self.validate()
                     p.elapsed = time.perf_counter() - clock
                 stop = self.should_stop()
@@ -266,7 +295,9 @@ class Trainer:
             if improved:
                 p.best_metric, p.best_step = result.metric, p.step
             p.stale_validations = 0 if improved else p.stale_validations + 1
-            self.metrics.write("val", step=p.step, epoch=p.epoch, elapsed=p.elapsed, best=improved, **result.as_dict())
+            self.metrics.write(
+                "val", step=p.step, epoch=p.epoch, elapsed=p.elapsed, best=improved, **result.as_dict()
+            )
             self.validator.keep(self.model, p.step, improved)
         p.last_validated_step = p.step
         self.dist.barrier()
@@ -275,15 +306,24 @@ class Trainer:
     def log_epoch(self, rate: float) -> None:
         last = self.validator.last_result
         summary = f" | val loss {last.loss:.3f} bleu {last.bleu:.2f}" if last else ""
-        self.log(f"epoch {self.progress.epoch} | update {self.progress.step} | {rate:.0f} tok/s"
-                 f" | {self.progress.elapsed / 60:.1f} min{summary}")
+        self.log(
+            f"epoch {self.progress.epoch} | update {self.progress.step} | {rate:.0f} tok/s"
+            f" | {self.progress.elapsed / 60:.1f} min{summary}"
+        )
 
     def progress_bar(self):
         from tqdm import tqdm
 
         quiet = not (self.dist.is_main and sys.stderr.isatty())
-        return tqdm(total=len(self.sampler), initial=self.progress.batch_in_epoch, desc=f"epoch {self.progress.epoch + 1}",
-                    disable=quiet, unit="upd", leave=False, dynamic_ncols=True)
+        return tqdm(
+            total=len(self.sampler),
+            initial=self.progress.batch_in_epoch,
+            desc=f"epoch {self.progress.epoch + 1}",
+            disable=quiet,
+            unit="upd",
+            leave=False,
+            dynamic_ncols=True,
+        )
 
     def install_signal_handlers(self) -> dict:
         def request_stop(signum: int, frame: object) -> None:
@@ -297,36 +337,56 @@ class Trainer:
 
 
 def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
-    """``mt train``: from a validated config to a trained, scored run directory."""
+    """``mt train``: from a validated config to a trained, scored run directory.
+
+    Every log line also goes to ``RUN/train.log``. A run directory this call created is removed
+    again if the command fails or is interrupted before the first checkpoint: nothing of value
+    is in it yet, and an empty run would block the next fresh start.
+    """
     run = RunDir(Path(run_dir))
     device = resolve_device(cfg.train.device)
     dist = Distributed.from_env(device)
+    created = dist.is_main and not run.root.exists()
     try:
         amp_dtype(device, cfg.train.amp)  # refuse a bad precision before any work
+        if run.root.exists() and not run.root.is_dir():
+            raise InputError(f"run directory {run.root} is a file; give a directory for --run")
         if resume and not run.last.exists():
             raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
         if not resume and (previous := run.previous_training()):
             # A fresh start would mix its checkpoints and metrics with the old run's and replace best.pt.
             raise CheckpointError(
                 f"{run.root} already holds a training run ({previous[0]}); continue it with "
-                f"`mt train --run-dir {run.root} --resume`, or train into another --run-dir"
+                f"`mt train --run {run.root} --resume`, or train into another --run"
             )
         if dist.is_main:
             run.root.mkdir(parents=True, exist_ok=True)
             save_config(cfg, run.config)
-        torch.manual_seed(cfg.train.seed)
-        data = prepare_training_data(cfg, run, dist, log)
-        trainer = Trainer(cfg, run, data, dist, log if dist.is_main else (lambda message: None))
-        if resume:
-            trainer.resume()
-        previous = trainer.install_signal_handlers()
-        try:
-            progress = trainer.fit()
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-        if not dist.is_main:
-            return {}
-        return trainer.validator.finish(progress)
+            log = LogFile(run.log, echo=log)
+        return _train_in(cfg, run, resume, dist, log)
+    except BaseException:
+        if created and not any(run.checkpoints.glob("*.pt")):
+            shutil.rmtree(run.root, ignore_errors=True)
+        raise
     finally:
         dist.close()
+
+
+def _train_in(cfg: Config, run: RunDir, resume: bool, dist: Distributed, log: Callable[[str], None]) -> dict:
+    torch.manual_seed(cfg.train.seed)
+    data = prepare_training_data(cfg, run, dist, log)
+    trainer = Trainer(cfg, run, data, dist, log if dist.is_main else (lambda message: None))
+    if resume:
+        trainer.resume()
+    previous = trainer.install_signal_handlers()
+    try:
+        progress = trainer.fit()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if not dist.is_main:
+        return {}
+    report = trainer.validator.finish(progress)
+    for name, scores in report["scores"].items():
+        log(f"{report['split']} {name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f}")
+    return report

@@ -25,13 +25,28 @@ from mt_cli.tokenizer import Tokenizer, load_tokenizers
 
 
 def resolve_checkpoint(run: RunDir, checkpoint: str | None) -> Path:
-    """``None`` means best.pt; a bare name like ``last`` or ``step0001000`` is looked up in the run."""
+    """``None`` means best.pt; a bare name like ``last`` or ``step0001000`` is looked up in the run.
+
+    A checkpoint that is not there is a CheckpointError that lists the ones that are.
+    """
     if checkpoint is None:
-        return run.best
-    path = Path(checkpoint)
-    if path.exists() or path.suffix == ".pt" and path.parent != Path("."):
-        return path
-    return run.checkpoints / (checkpoint if checkpoint.endswith(".pt") else f"{checkpoint}.pt")
+        path = run.best
+    elif (
+        Path(checkpoint).exists() or Path(checkpoint).suffix == ".pt" and Path(checkpoint).parent != Path(".")
+    ):
+        return Path(checkpoint)
+    else:
+        path = run.checkpoints / (checkpoint if checkpoint.endswith(".pt") else f"{checkpoint}.pt")
+    if not path.exists():
+        names = ", ".join(p.stem for p in sorted(run.checkpoints.glob("*.pt"))) or "none"
+        if checkpoint is not None:
+            hint = "; give one of those names or a checkpoint file"
+        elif run.last.exists():
+            hint = f"; use --checkpoint last, or resume with `mt train --run {run.root} --resume`"
+        else:
+            hint = f"; train it with `mt train --run {run.root}`"
+        raise CheckpointError(f"{path} does not exist (checkpoints in {run.checkpoints}: {names}){hint}")
+    return path
 
 
 @dataclass
@@ -69,8 +84,13 @@ class Translator:
 
     @classmethod
     def for_inference(
-        cls, model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, config: Config,
-        device: torch.device, dtype: torch.dtype | None,
+        cls,
+        model: Transformer,
+        src_tok: Tokenizer,
+        tgt_tok: Tokenizer,
+        config: Config,
+        device: torch.device,
+        dtype: torch.dtype | None,
     ) -> Translator:
         """A translator that owns ``model``: moved to ``device``, in eval mode, cast to ``dtype``.
 
@@ -90,13 +110,18 @@ class Translator:
         decode = dataclasses.replace(self.config.decode, length_penalty=alpha)
         return dataclasses.replace(self, config=dataclasses.replace(self.config, decode=decode))
 
-    def encode_sources(self, lines: Sequence[str], warn: Callable[[str], None]) -> list[list[int]]:
-        """Source ids with EOS, cut to the model's positions (with one warning per cut line)."""
+    def encode_sources(
+        self, lines: Sequence[str], warn: Callable[[str], None], first_line: int = 1
+    ) -> list[list[int]]:
+        """Source ids with EOS, cut to the model's positions (with one warning per cut line,
+        numbered from ``first_line``)."""
         limit = self.model.max_positions - 1
         encoded = self.src_tok.encode([line.strip() for line in lines])
-        for number, ids in enumerate(encoded, start=1):
+        for number, ids in enumerate(encoded, start=first_line):
             if len(ids) > limit:
-                warn(f"line {number}: {len(ids)} source pieces exceed the model's limit of {limit}; the rest is dropped")
+                warn(
+                    f"line {number}: {len(ids)} source pieces exceed the model's limit of {limit}; the rest is dropped"
+                )
                 del ids[limit:]
         return [source_ids(ids) for ids in encoded]
 
@@ -119,13 +144,21 @@ class Translator:
         beam_size: int | None = None,
         n_best: int = 1,
         warn: Callable[[str], None] = lambda message: None,
+        progress: Callable[[int], None] = lambda lines_done: None,
+        first_line: int = 1,
     ) -> list[list[Hypothesis]]:
-        """The ``n_best`` hypotheses per line (token ids), in input order."""
+        """The ``n_best`` hypotheses per line (token ids), in input order.
+
+        ``progress(n)`` is called as lines are done (empty lines first, then each batch);
+        ``first_line`` numbers the lines in warnings (for input that arrives in chunks).
+        """
         beam = self.config.decode.beam_size if beam_size is None else beam_size
-        sources = self.encode_sources(lines, warn)
+        sources = self.encode_sources(lines, warn, first_line)
         results: list[list[Hypothesis]] = [[Hypothesis([], 0.0)] for _ in sources]
         dec = self.config.decode
-        for group in self.batches(sources, beam):
+        groups = self.batches(sources, beam)
+        progress(len(sources) - sum(map(len, groups)))
+        for group in groups:
             src, src_mask = pad_sources([sources[i] for i in group])
             src, src_mask = src.to(self.device), src_mask.to(self.device)
             with autocast(self.device, self.dtype):
@@ -134,10 +167,18 @@ class Translator:
                     found = [[Hypothesis(ids, 0.0)] for ids in outputs]
                 else:
                     found = beam_search(
-                        self.model, src, src_mask, beam, dec.length_penalty, dec.max_len_a, dec.max_len_b, n_best
+                        self.model,
+                        src,
+                        src_mask,
+                        beam,
+                        dec.length_penalty,
+                        dec.max_len_a,
+                        dec.max_len_b,
+                        n_best,
                     )
             for index, hyps in zip(group, found):
                 results[index] = hyps
+            progress(len(group))
         return results
 
     def translate_text(
@@ -145,9 +186,10 @@ class Translator:
         lines: Sequence[str],
         beam_size: int | None = None,
         warn: Callable[[str], None] = lambda message: None,
+        progress: Callable[[int], None] = lambda lines_done: None,
     ) -> list[str]:
         """One detokenized line per input line, in order."""
-        hyps = self.translate(lines, beam_size=beam_size, warn=warn)
+        hyps = self.translate(lines, beam_size=beam_size, warn=warn, progress=progress)
         return self.tgt_tok.decode([h[0].tokens for h in hyps])
 
     def attention(self, line: str, tokens: list[int]) -> tuple[list[str], list[str], torch.Tensor]:

@@ -17,11 +17,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from mt_cli.checkpoint import RunDir, average_checkpoints, load_checkpoint, save_checkpoint, write_json
+from mt_cli.checkpoint import RunDir, average_checkpoints, load_checkpoint, save_checkpoint
 from mt_cli.config import Config, config_to_dict
 from mt_cli.data import TokenBatchSampler, collate, pair_widths, source_ids, target_ids
 from mt_cli.device import amp_dtype, autocast
 from mt_cli.evaluation import evaluate
+from mt_cli.files import write_json
 from mt_cli.model import Transformer, build_model
 from mt_cli.preparation import TrainingData
 from mt_cli.progress import Progress
@@ -44,15 +45,24 @@ class ValResult:
 
 
 class Validator:
-    def __init__(self, cfg: Config, run: RunDir, data: TrainingData, device: torch.device,
-                 dtype: torch.dtype | None, log: Callable[[str], None]):
+    def __init__(
+        self,
+        cfg: Config,
+        run: RunDir,
+        data: TrainingData,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        log: Callable[[str], None],
+    ):
         self.cfg, self.run, self.data, self.device, self.dtype, self.log = cfg, run, data, device, dtype, log
         self.last_result: ValResult | None = None
         limit = cfg.model.max_positions
         pairs = list(zip(data.src_tok.encode(data.val_src), data.tgt_tok.encode(data.val_ref)))
         self.val_src = [source_ids(s[: limit - 1]) for s, _ in pairs]
         self.val_tgt = [target_ids(t[: limit - 2]) for _, t in pairs]
-        sampler = TokenBatchSampler(*pair_widths(self.val_src, self.val_tgt), cfg.train.max_tokens, shuffle=False, seed=0)
+        sampler = TokenBatchSampler(
+            *pair_widths(self.val_src, self.val_tgt), cfg.train.max_tokens, shuffle=False, seed=0
+        )
         self.val_batches = [list(indices) for indices in sampler]
 
     def translator(self, model: Transformer) -> Translator:
@@ -62,7 +72,9 @@ class Validator:
     def loss(self, model: Transformer) -> float:
         total, tokens = 0.0, 0
         for indices in self.val_batches:
-            batch = collate([self.val_src[i] for i in indices], [self.val_tgt[i] for i in indices]).to(self.device)
+            batch = collate([self.val_src[i] for i in indices], [self.val_tgt[i] for i in indices]).to(
+                self.device
+            )
             with autocast(self.device, self.dtype):
                 logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
             total += torch.nn.functional.cross_entropy(
@@ -80,8 +92,11 @@ class Validator:
             bleu = chrf = float("nan")
             if self.cfg.train.val_bleu:
                 translator = self.translator(model)
-                scores = evaluate(lambda lines: translator.translate_text(lines, beam_size=1),
-                                  self.data.val_src, self.data.val_ref).scores
+                scores = evaluate(
+                    lambda lines: translator.translate_text(lines, beam_size=1),
+                    self.data.val_src,
+                    self.data.val_ref,
+                ).scores
                 bleu, chrf = scores.bleu, scores.chrf
         finally:
             model.train(was_training)
@@ -110,11 +125,16 @@ class Validator:
         # The precision `mt eval` picks on this machine, not the training one: a run trained with
         # train.amp=off (or bf16) must score in test.json what `mt eval` of best.pt gives.
         inference_dtype = amp_dtype(self.device, "auto")
-        translator = Translator.for_inference(model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, inference_dtype)
+        translator = Translator.for_inference(
+            model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, inference_dtype
+        )
         scores = {}
         for beam in sorted({1, self.cfg.decode.beam_size}):
-            result = evaluate(lambda lines, b=beam: translator.translate_text(lines, beam_size=b),
-                              self.data.test_src, self.data.test_ref)
+            result = evaluate(
+                lambda lines, b=beam: translator.translate_text(lines, beam_size=b),
+                self.data.test_src,
+                self.data.test_ref,
+            )
             scores["greedy" if beam == 1 else f"beam{beam}"] = result.as_dict()
         return scores
 
@@ -122,15 +142,19 @@ class Validator:
         """Average (if configured), pick the final best.pt on val, score it on the test split."""
         tc = self.cfg.train
         start = time.perf_counter()
-        model = build_model(self.cfg.model, self.data.src_tok.vocab_size, self.data.tgt_tok.vocab_size).to(self.device)
+        model = build_model(self.cfg.model, self.data.src_tok.vocab_size, self.data.tgt_tok.vocab_size).to(
+            self.device
+        )
         best_metric = progress.best_metric
-        kept = self.run.step_checkpoints()[-tc.average_last:] if tc.average_last else []
+        kept = self.run.step_checkpoints()[-tc.average_last :] if tc.average_last else []
         if len(kept) > 1:
             average = average_checkpoints(kept, self.run.checkpoints / "average.pt")
             model.load_state_dict(load_checkpoint(average)["model"])
             result = self.validate(model, progress.step)
-            self.log(f"average of the last {len(kept)} checkpoints: val bleu {result.bleu:.2f} "
-                     f"(best single: {best_metric:.2f})")
+            self.log(
+                f"average of the last {len(kept)} checkpoints: val bleu {result.bleu:.2f} "
+                f"(best single: {best_metric:.2f})"
+            )
             if result.metric > best_metric:
                 payload = self.weights(model, progress.step)
                 payload["averaged_from"] = [p.name for p in kept]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mt_cli.config import TokenizerConfig
-from mt_cli.corpus import read_lines
+from mt_cli.files import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.tokenizer import Tokenizer, train_tokenizer
 
@@ -93,7 +93,12 @@ def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     from mt_cli.training import train
 
     run_dir = tmp_path_factory.mktemp("trained") / "run"
-    overrides = ["data.train_limit=1500", "train.max_epochs=3", "train.test_at_end=false", f"run_dir={run_dir}"]
+    overrides = [
+        "data.train_limit=1500",
+        "train.max_epochs=3",
+        "train.test_at_end=false",
+        f"run_dir={run_dir}",
+    ]
     cfg = load_config(CONFIGS / "tiny.yaml", overrides)
     train(cfg, run_dir, resume=False, log=lambda message: None)
     return run_dir

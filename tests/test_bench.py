@@ -31,7 +31,9 @@ def config(**changes) -> ModelConfig:
 def batch(seed: int = 1, vocab: tuple[int, int] = (SRC_VOCAB, TGT_VOCAB)):
     g = torch.Generator().manual_seed(seed)
     src = [torch.randint(4, vocab[0], (n,), generator=g).tolist() + [EOS_ID] for n in (3, 9, 12, 1, 6)]
-    tgt = [[BOS_ID, *torch.randint(4, vocab[1], (n,), generator=g).tolist(), EOS_ID] for n in (7, 1, 10, 4, 12)]
+    tgt = [
+        [BOS_ID, *torch.randint(4, vocab[1], (n,), generator=g).tolist(), EOS_ID] for n in (7, 1, 10, 4, 12)
+    ]
     return collate(src, tgt)
 
 
@@ -64,7 +66,12 @@ def test_textbook_dropout_rates_and_training_mode() -> None:
     cfg = config(dropout=0.3, attention_dropout=0.2, activation_dropout=0.1)
     theirs = TextbookTransformer(cfg, SRC_VOCAB, TGT_VOCAB)
     layer = theirs.transformer.decoder.layers[0]
-    assert (layer.dropout1.p, layer.dropout.p, layer.self_attn.dropout, layer.multihead_attn.dropout) == (0.3, 0.1, 0.2, 0.2)
+    assert (layer.dropout1.p, layer.dropout.p, layer.self_attn.dropout, layer.multihead_attn.dropout) == (
+        0.3,
+        0.1,
+        0.2,
+        0.2,
+    )
     assert theirs.transformer.encoder.norm is None  # post-norm: no extra final LayerNorm, like ours
     cfg = config(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)
     torch.manual_seed(0)
@@ -82,7 +89,9 @@ def test_naive_loop_on_the_textbook_model_equals_our_cached_greedy() -> None:
     ours = build_model(cfg, SRC_VOCAB, TGT_VOCAB).eval()
     theirs = textbook_from(ours, cfg).eval()
     g = torch.Generator().manual_seed(4)
-    sources = [torch.randint(4, SRC_VOCAB, (n,), generator=g).tolist() + [EOS_ID] for n in (5, 1, 11, 8, 2, 9)]
+    sources = [
+        torch.randint(4, SRC_VOCAB, (n,), generator=g).tolist() + [EOS_ID] for n in (5, 1, 11, 8, 2, 9)
+    ]
     src, src_mask = pad_sources(sources)
     cached = greedy_search(ours, src, src_mask, 1.5, 4)
     assert cached == naive_greedy_batch(theirs, src, max_output_lengths(ours, src_mask, 1.5, 4))
@@ -92,12 +101,22 @@ def test_naive_loop_on_the_textbook_model_equals_our_cached_greedy() -> None:
 def test_bench_command_on_the_tiny_recipe(data_dir: Path, tiny_config_path: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     args = ["bench", "--config", str(tiny_config_path), "--sentences", "24", "--repeats", "2", "--decode-repeats",
-            "1", "--batches", "2", "--beam", "3", "--device", "cpu", "--json", str(out)]  # fmt: skip
+            "1", "--batches", "2", "--beam", "3", "--device", "cpu", "--output", str(out)]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text(encoding="utf-8"))
+    printed = result.stdout.splitlines()
+    table = [line.split() for line in printed if line.startswith(("train ", "translate "))]
+    assert len(table) == len(report["rows"])
+    for row, cells in zip(report["rows"], table):
+        assert cells[0] == row["task"] and float(cells[-4]) == pytest.approx(row["median_s"], abs=5e-4)
+    assert any(line.startswith("greedy: naive nn.Transformer / ours time") for line in printed)
+    assert "training:" in result.stderr and "training:" not in result.stdout  # progress on stderr
     rows = report["rows"]
-    assert [r["task"] for r in rows].count("translate") == 3 and [r["task"] for r in rows].count("train") in (2, 4)
+    assert [r["task"] for r in rows].count("translate") == 3 and [r["task"] for r in rows].count("train") in (
+        2,
+        4,
+    )
     for row in rows:
         assert len(row["seconds"]) == (2 if row["task"] == "train" else 1)
         for key in ("median_s", "tokens_per_s"):

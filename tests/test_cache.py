@@ -10,10 +10,14 @@ from mt_cli.cache import DecoderCache, LayerCache
 
 def _cache(batch: int) -> DecoderCache:
     def t(value: float, length: int) -> torch.Tensor:
-        return torch.arange(batch, dtype=torch.float32).view(batch, 1, 1, 1).expand(batch, 2, length, 4) + value
+        return (
+            torch.arange(batch, dtype=torch.float32).view(batch, 1, 1, 1).expand(batch, 2, length, 4) + value
+        )
 
     layer = LayerCache(t(0, 3), t(100, 3), t(200, 5), t(300, 5))
-    return DecoderCache([layer, layer], torch.arange(batch).view(batch, 1, 1, 1).expand(batch, 1, 1, 5) > -1, 3)
+    return DecoderCache(
+        [layer, layer], torch.arange(batch).view(batch, 1, 1, 1).expand(batch, 1, 1, 5) > -1, 3
+    )
 
 
 def test_cache_reorder_moves_only_self_attention_history() -> None:

@@ -6,11 +6,12 @@ import pytest
 
 from mt_cli.config import Config, config_from_dict, config_to_dict, load_config, save_config
 from mt_cli.errors import ConfigError
+from mt_cli.resources import recipe_names
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 
-@pytest.mark.parametrize("name", ["multi30k.yaml", "tiny.yaml"])
+@pytest.mark.parametrize("name", [f"{name}.yaml" for name in recipe_names()])
 def test_shipped_recipes_load(name: str) -> None:
     cfg = load_config(CONFIGS / name)
     assert cfg.data.src_lang == "de" and cfg.data.tgt_lang == "en"
@@ -26,7 +27,9 @@ def test_every_default_recipe_key_is_documented() -> None:
 
 
 def test_override_is_parsed_to_the_field_type() -> None:
-    cfg = load_config(CONFIGS / "tiny.yaml", ["train.lr=0.01", "model.norm_first=true", "train.optimizer_betas=[0.9, 0.99]"])
+    cfg = load_config(
+        CONFIGS / "tiny.yaml", ["train.lr=0.01", "model.norm_first=true", "train.optimizer_betas=[0.9, 0.99]"]
+    )
     assert cfg.train.lr == 0.01 and cfg.model.norm_first is True
     assert cfg.train.optimizer_betas == (0.9, 0.99)
     assert isinstance(load_config(CONFIGS / "tiny.yaml", ["train.lr=1"]).train.lr, float)
@@ -63,7 +66,9 @@ def test_bad_values_name_the_key(override: str, fragment: str) -> None:
 def test_bpe_dropout_needs_a_bpe_model() -> None:
     with pytest.raises(ConfigError, match="tokenizer.tgt_bpe_dropout needs tokenizer.model_type=bpe"):
         load_config(CONFIGS / "tiny.yaml", ["tokenizer.tgt_bpe_dropout=0.1", "tokenizer.model_type=unigram"])
-    assert load_config(CONFIGS / "tiny.yaml", ["tokenizer.tgt_bpe_dropout=0.1"]).tokenizer.tgt_bpe_dropout == 0.1
+    assert (
+        load_config(CONFIGS / "tiny.yaml", ["tokenizer.tgt_bpe_dropout=0.1"]).tokenizer.tgt_bpe_dropout == 0.1
+    )
 
 
 def test_unknown_key_lists_valid_ones() -> None:

@@ -5,18 +5,22 @@ Skipped without a GPU; run with `pytest -m cuda` on a machine that has one.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 import torch
+from conftest import FAST_TRAINING
 
-from mt_cli.config import ModelConfig, TrainConfig
+from mt_cli.checkpoint import RunDir, load_checkpoint
+from mt_cli.config import ModelConfig, TrainConfig, load_config
 from mt_cli.data import collate, pad_sources
 from mt_cli.decoding import beam_search, greedy_search
 from mt_cli.device import amp_dtype, autocast
+from mt_cli.distributed import Distributed
 from mt_cli.model import build_model
 from mt_cli.optim import make_optimizer
-from mt_cli.training import token_loss
+from mt_cli.training import Trainer, token_loss
 
 pytestmark = [
     pytest.mark.cuda,
@@ -28,7 +32,10 @@ VOCAB = 64
 
 def batch(seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    src = [torch.randint(4, VOCAB, (int(n),), generator=g).tolist() + [3] for n in torch.randint(3, 12, (16,), generator=g)]
+    src = [
+        torch.randint(4, VOCAB, (int(n),), generator=g).tolist() + [3]
+        for n in torch.randint(3, 12, (16,), generator=g)
+    ]
     tgt = [[2] + s[:-1][::-1] + [3] for s in src]  # reverse task
     return collate(src, tgt).to("cuda")
 
@@ -64,6 +71,28 @@ def test_amp_training_learns(dtype: torch.dtype) -> None:
     assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10 - 1.0
     if dtype == torch.float16:
         assert scaler.get_scale() > 0 and scaler.is_enabled()
+
+
+def test_fp16_training_goes_through_the_trainers_gradient_scaler(
+    tiny_config_path, tiny_data, tmp_path
+) -> None:
+    # The trainer's own update(): loss scaling, unscale before clipping, skipped non-finite steps.
+    cfg = load_config(
+        tiny_config_path, [*FAST_TRAINING, "train.device=cuda", "train.amp=fp16", "train.max_steps=30"]
+    )
+    run = RunDir(tmp_path)
+    torch.manual_seed(cfg.train.seed)
+    trainer = Trainer(cfg, run, tiny_data, Distributed(), log=lambda message: None)
+    assert trainer.dtype == torch.float16 and trainer.scaler.is_enabled()
+    initial_scale = trainer.scaler.get_scale()
+    trainer.fit()
+    losses = [json.loads(line)["loss"] for line in run.metrics.read_text().splitlines() if '"train"' in line]
+    assert all(math.isfinite(x) for x in losses) and sum(losses[-5:]) < sum(losses[:5]) - 2.5
+    assert trainer.progress.step == 30
+    # The scaler ran: it either backed off after an overflow (a skipped step) or kept its scale.
+    assert 0 < trainer.scaler.get_scale() <= initial_scale
+    assert trainer.scaler.get_scale() < initial_scale or trainer.progress.skipped_steps == 0
+    assert load_checkpoint(run.last)["scaler"]["scale"] == trainer.scaler.get_scale()
 
 
 def test_amp_auto_prefers_bf16_on_capable_gpus() -> None:

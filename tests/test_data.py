@@ -98,7 +98,10 @@ def test_each_pair_once_per_epoch_with_equal_counts(world_size: int, shuffle: bo
                 assert len(batches) == len(s)
                 seen.update(i for b in batches for i in b)
                 for b in batches:  # budget, counting padding on both sides
-                    assert len(b) == 1 or (max(src[i] for i in b) + max(tgt[i] for i in b)) * len(b) <= max_tokens
+                    assert (
+                        len(b) == 1
+                        or (max(src[i] for i in b) + max(tgt[i] for i in b)) * len(b) <= max_tokens
+                    )
             assert len(counts) == 1
             assert seen == Counter(range(len(src)))
 
@@ -178,7 +181,12 @@ def test_filter_long_boundary() -> None:
     ds = datasets.Dataset.from_dict(
         {
             "src_ids": [[7] * 5 + [EOS_ID], [7] * 6 + [EOS_ID], [7, EOS_ID], [7, EOS_ID]],
-            "tgt_ids": [[BOS_ID] + [7] * 5 + [EOS_ID], [BOS_ID, 7, EOS_ID], [BOS_ID] + [7] * 6 + [EOS_ID], [BOS_ID, EOS_ID]],
+            "tgt_ids": [
+                [BOS_ID] + [7] * 5 + [EOS_ID],
+                [BOS_ID, 7, EOS_ID],
+                [BOS_ID] + [7] * 6 + [EOS_ID],
+                [BOS_ID, EOS_ID],
+            ],
         }
     )
     kept, dropped = filter_long(ds, max_len=5)
@@ -266,7 +274,10 @@ def test_missing_corpus_names_where_it_looked(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(DataError) as err:
         load_corpus(DataConfig())
     message = str(err.value)
-    assert all(word in message for word in ("data.dir", "MT_DATA_DIR", "not-shipped", "bentrevett/multi30k", "Couldn't reach"))
+    assert all(
+        word in message
+        for word in ("data.dir", "MT_DATA_DIR", "not-shipped", "bentrevett/multi30k", "Couldn't reach")
+    )
 
 
 def test_files_source_and_its_errors(tmp_path: Path) -> None:
@@ -274,7 +285,9 @@ def test_files_source_and_its_errors(tmp_path: Path) -> None:
     tgt = _write(tmp_path / "a.tgt.gz", ["one", "two", "three"])
     crlf = tmp_path / "b.tgt"
     crlf.write_bytes(b"one \r\ntwo\r\nthree\r\n")
-    corpus = load_corpus(DataConfig(source="files", files={"train": [str(src), str(tgt)], "val": [str(src), str(crlf)]}))
+    corpus = load_corpus(
+        DataConfig(source="files", files={"train": [str(src), str(tgt)], "val": [str(src), str(crlf)]})
+    )
     assert split_sizes(corpus) == {"train": 3, "val": 3}
     assert corpus["val"]["tgt"] == ["one ", "two", "three"]
 
@@ -293,7 +306,11 @@ def test_files_source_and_its_errors(tmp_path: Path) -> None:
 def test_multi30k_sizes(data_dir: Path) -> None:
     corpus = load_corpus(DataConfig(dir=str(data_dir)))
     sizes = split_sizes(corpus)
-    assert {k: sizes[k] for k in ("train", "val", "test2016")} == {"train": 29000, "val": 1014, "test2016": 1000}
+    assert {k: sizes[k] for k in ("train", "val", "test2016")} == {
+        "train": 29000,
+        "val": 1014,
+        "test2016": 1000,
+    }
     assert corpus.column_names["train"] == ["src", "tgt"]
 
 

@@ -16,7 +16,9 @@ VOCAB = 40
 
 def random_model(seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
-    cfg = ModelConfig(d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=64)
+    cfg = ModelConfig(
+        d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=64
+    )
     return build_model(cfg, VOCAB, VOCAB).eval()
 
 
@@ -44,7 +46,9 @@ def naive_greedy(model: Transformer, source: list[int], limit: int) -> list[int]
 @torch.no_grad()
 def sequence_log_prob(model: Transformer, source: list[int], tokens: list[int]) -> float:
     batch = collate([source], [[BOS_ID, *tokens, EOS_ID]])
-    logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask).float().log_softmax(-1)  # (1, T, V)
+    logits = (
+        model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask).float().log_softmax(-1)
+    )  # (1, T, V)
     return float(logits[0].gather(1, batch.tgt_out[0, :, None]).sum())
 
 
@@ -100,7 +104,9 @@ def test_beam_scores_are_ordered_and_length_normalised(alpha: float) -> None:
         scores = [h.score for h in hyps]
         assert scores == sorted(scores, reverse=True)
         for hyp in hyps:  # the score is the model's log-probability over the GNMT penalty
-            expected = sequence_log_prob(model, source, hyp.tokens) / length_penalty(len(hyp.tokens) + 1, alpha)
+            expected = sequence_log_prob(model, source, hyp.tokens) / length_penalty(
+                len(hyp.tokens) + 1, alpha
+            )
             assert hyp.score == pytest.approx(expected, abs=1e-4)
 
 

@@ -18,7 +18,9 @@ def torchrun_env(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     backends: list[str] = []
-    monkeypatch.setattr(distributed.torch_dist, "init_process_group", lambda backend: backends.append(backend))
+    monkeypatch.setattr(
+        distributed.torch_dist, "init_process_group", lambda backend: backends.append(backend)
+    )
     monkeypatch.setattr(distributed.torch_dist, "get_rank", lambda: 1)
     return backends
 

@@ -26,7 +26,11 @@ D, H, FF = 32, 4, 64
 
 def _layer_kwargs(norm_first: bool, activation: str = "relu") -> dict:
     return dict(
-        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, activation=activation, norm_first=norm_first
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        activation=activation,
+        norm_first=norm_first,
     )
 
 
@@ -49,7 +53,9 @@ def _copy_common(ours: nn.Module, ref: nn.Module, norms: int) -> None:
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_layer_matches_torch(norm_first: bool, activation: str) -> None:
     torch.manual_seed(0)
-    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first)
+    ref = nn.TransformerEncoderLayer(
+        D, H, FF, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
+    )
     ours = EncoderLayer(D, H, FF, **_layer_kwargs(norm_first, activation))
     _copy_common(ours, ref, norms=2)
     x = torch.randn(3, 7, D)
@@ -86,7 +92,9 @@ def test_attention_weights_path_matches_sdpa_and_is_causal() -> None:
     torch.manual_seed(0)
     attn = SelfAttention(D, H, 0.0).eval()
     x = torch.randn(2, 6, D)
-    mask = torch.ones(6, 6, dtype=torch.bool).tril()[None, None] & _lengths_to_keep([6, 4], 6)[:, None, None, :]
+    mask = (
+        torch.ones(6, 6, dtype=torch.bool).tril()[None, None] & _lengths_to_keep([6, 4], 6)[:, None, None, :]
+    )
     out_sdpa, none = attn(x, mask)
     out_explicit, weights = attn(x, mask, need_weights=True)
     assert none is None
@@ -142,7 +150,16 @@ def test_feed_forward_rejects_unknown_activation() -> None:
 
 def test_dropout_only_in_training() -> None:
     torch.manual_seed(0)
-    layer = EncoderLayer(D, H, FF, dropout=0.5, attention_dropout=0.5, activation_dropout=0.5, activation="relu", norm_first=False)
+    layer = EncoderLayer(
+        D,
+        H,
+        FF,
+        dropout=0.5,
+        attention_dropout=0.5,
+        activation_dropout=0.5,
+        activation="relu",
+        norm_first=False,
+    )
     x, mask = torch.randn(2, 5, D), torch.ones(2, 1, 1, 5, dtype=torch.bool)
     layer.train()
     assert not torch.allclose(layer(x, mask), layer(x, mask))

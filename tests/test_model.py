@@ -20,10 +20,14 @@ from mt_cli.errors import ConfigError
 from mt_cli.model import Transformer, build_model, count_parameters
 
 PAD, BOS, EOS = 0, 2, 3
-TINY = ModelConfig(d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=3, dropout=0.0, max_positions=64)
+TINY = ModelConfig(
+    d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=3, dropout=0.0, max_positions=64
+)
 
 
-def tiny(norm_first: bool = False, src_vocab: int = 50, tgt_vocab: int = 40, **changes: object) -> Transformer:
+def tiny(
+    norm_first: bool = False, src_vocab: int = 50, tgt_vocab: int = 40, **changes: object
+) -> Transformer:
     torch.manual_seed(0)
     cfg = dataclasses.replace(TINY, norm_first=norm_first, **changes)
     return build_model(cfg, src_vocab, tgt_vocab).eval()
@@ -39,7 +43,9 @@ def tgt_mask(tgt: torch.Tensor) -> torch.Tensor:
     return causal & (tgt != PAD)[:, None, None, :]  # (B, 1, T, T)
 
 
-def random_batch(b: int, s: int, t: int, src_lengths: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def random_batch(
+    b: int, s: int, t: int, src_lengths: list[int] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     src = torch.randint(4, 50, (b, s))
     for row, length in enumerate(src_lengths or []):
         src[row, length:] = PAD
@@ -210,7 +216,9 @@ def test_shared_embeddings_are_one_module() -> None:
     assert count_parameters(model) == count_parameters(tiny(src_vocab=40, tgt_vocab=40)) - 40 * 32
 
 
-def expected_parameters(d: int, ff: int, enc: int, dec: int, vs: int, vt: int, tied: bool, norm_first: bool) -> int:
+def expected_parameters(
+    d: int, ff: int, enc: int, dec: int, vs: int, vt: int, tied: bool, norm_first: bool
+) -> int:
     attention = 4 * d * d + 4 * d  # fused in-projections (3 or 1+2 matrices) + output, with biases
     ffn = 2 * d * ff + ff + d
     norm = 2 * d
@@ -220,7 +228,15 @@ def expected_parameters(d: int, ff: int, enc: int, dec: int, vs: int, vt: int, t
 
 @pytest.mark.parametrize(("tied", "norm_first"), [(True, False), (False, False), (True, True), (False, True)])
 def test_parameter_count_formula(tied: bool, norm_first: bool) -> None:
-    cfg = ModelConfig(d_model=512, n_heads=8, d_ff=2048, encoder_layers=6, decoder_layers=6, norm_first=norm_first, tie_output=tied)
+    cfg = ModelConfig(
+        d_model=512,
+        n_heads=8,
+        d_ff=2048,
+        encoder_layers=6,
+        decoder_layers=6,
+        norm_first=norm_first,
+        tie_output=tied,
+    )
     with torch.device("meta"):  # no memory, no init cost
         model = build_model(cfg, 7000, 5500)
         reference = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
@@ -242,7 +258,9 @@ def test_embedding_init_scale() -> None:
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_initial_loss_is_about_log_vocab(norm_first: bool) -> None:
     torch.manual_seed(0)
-    cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, norm_first=norm_first)
+    cfg = ModelConfig(
+        d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, norm_first=norm_first
+    )
     model = build_model(cfg, 1000, 1000).eval()
     src = torch.randint(4, 1000, (8, 12))
     tgt = torch.randint(4, 1000, (8, 11))
@@ -254,7 +272,9 @@ def test_initial_loss_is_about_log_vocab(norm_first: bool) -> None:
 def test_learns_to_reverse() -> None:
     torch.manual_seed(0)
     vocab, length, batch = 16, 8, 64
-    cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=32)
+    cfg = ModelConfig(
+        d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=32
+    )
     model = build_model(cfg, vocab, vocab)
     steps = 250
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))

@@ -37,7 +37,9 @@ def pieces(n: int, words: list[str]) -> list[str]:
 def test_heatmap_is_a_png_that_grows_with_the_sentences(tmp_path: Path) -> None:
     small, large = tmp_path / "small.png", tmp_path / "large.png"
     plot_attention(pieces(4, ["Der", "Hund", "läuft"]), pieces(3, ["The", "dog"]), attention(3, 4), small)
-    plot_attention(pieces(20, ["Straße", "über", "Fußball"]), pieces(14, ["street"]), attention(14, 20), large)
+    plot_attention(
+        pieces(20, ["Straße", "über", "Fußball"]), pieces(14, ["street"]), attention(14, 20), large
+    )
     (w_small, h_small), (w_large, h_large) = png_size(small), png_size(large)
     assert w_large > w_small >= 300 and h_large > h_small >= 300
     assert not list(tmp_path.glob(".*.tmp"))  # written to a temporary name, then renamed
@@ -70,7 +72,9 @@ def write_metrics(run: Path) -> None:
     run.mkdir(parents=True, exist_ok=True)
     events = [{"event": "train", "step": s, "loss": 6.0 - s / 50, "lr": s * 1e-5, "tokens_per_s": 1000.0 + s,
                "grad_norm": 1.0} for s in range(10, 110, 10)]  # fmt: skip
-    events += [{"event": "val", "step": s, "loss": 5.0 - s / 100, "bleu": s / 10, "chrf": s / 5} for s in (50, 100)]
+    events += [
+        {"event": "val", "step": s, "loss": 5.0 - s / 100, "bleu": s / 10, "chrf": s / 5} for s in (50, 100)
+    ]
     events.insert(6, {"event": "train", "step": 30, "loss": 9.0, "lr": 1e-4, "tokens_per_s": 5.0})  # a resume
     text = "".join(json.dumps(e) + "\n" for e in events) + '{"event": "train", "st'  # cut by a crash
     (run / "metrics.jsonl").write_text(text, encoding="utf-8")
@@ -89,10 +93,14 @@ def test_plot_command_writes_curves(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plot", str(run)])
     assert result.exit_code == 0, result.output
     assert png_size(run / "curves.png") > (800, 500)
-    out = tmp_path / "figures" / "curves.png"
-    result = runner.invoke(app, ["plot", str(run), "--output", str(out)])
+    out = tmp_path / "curves-copy.png"
+    result = runner.invoke(app, ["plot", "--run", str(run), "--output", str(out)])
     assert result.exit_code == 0, result.output
-    png_size(out)
+    assert png_size(out) == png_size(run / "curves.png")
+    missing = runner.invoke(app, ["plot", str(run), "--output", str(tmp_path / "figures" / "curves.png")])
+    assert (
+        missing.exit_code == 2 and "does not exist" in missing.stderr and not (tmp_path / "figures").exists()
+    )
 
 
 @pytest.mark.parametrize("content", [None, '{"event": "val", "step": 5, "loss": 4.0, "bleu": 1.0}\n'])

@@ -45,7 +45,11 @@ def tiny(tmp_path: Path) -> Tokenizer:
 
 def test_special_ids_and_no_bos_eos_in_encode(tiny: Tokenizer) -> None:
     sp = tiny.sp
-    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, UNK_ID, BOS_ID, EOS_ID) == (0, 1, 2, 3)
+    assert (
+        (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id())
+        == (PAD_ID, UNK_ID, BOS_ID, EOS_ID)
+        == (0, 1, 2, 3)
+    )
     assert [sp.id_to_piece(i) for i in range(4)] == ["<pad>", "<unk>", "<s>", "</s>"]
     assert tiny.vocab_size == VOCAB
     (ids,) = tiny.encode(["Ein Hund läuft im Park."])
@@ -55,7 +59,10 @@ def test_special_ids_and_no_bos_eos_in_encode(tiny: Tokenizer) -> None:
 def test_decode_stops_at_eos_and_ignores_pad_bos(tiny: Tokenizer) -> None:
     (ids,) = tiny.encode(["Ein Hund läuft."])
     other = tiny.encode(["Der Mann"])[0]
-    assert tiny.decode([[BOS_ID, *ids, EOS_ID, *other, PAD_ID], [*ids, PAD_ID, PAD_ID]]) == ["Ein Hund läuft."] * 2
+    assert (
+        tiny.decode([[BOS_ID, *ids, EOS_ID, *other, PAD_ID], [*ids, PAD_ID, PAD_ID]])
+        == ["Ein Hund läuft."] * 2
+    )
     assert tiny.decode([[EOS_ID, *ids], []]) == ["", ""]
 
 
@@ -85,7 +92,9 @@ def test_pieces_are_surface_strings(tiny: Tokenizer) -> None:
 def test_training_is_deterministic_and_atomic(tmp_path: Path) -> None:
     a = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "a")
     b = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "b")
-    assert tokenizer_path(tmp_path / "a", "de").read_bytes() == tokenizer_path(tmp_path / "b", "de").read_bytes()
+    assert (
+        tokenizer_path(tmp_path / "a", "de").read_bytes() == tokenizer_path(tmp_path / "b", "de").read_bytes()
+    )
     assert a.encode(TEXTS) == b.encode(TEXTS)
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["spm.de.json", "spm.de.model"]
 

@@ -49,14 +49,25 @@ def test_loss_decreases(tiny_config_path, tiny_data, tmp_path) -> None:
 
 def test_time_bound_decay_reaches_zero_when_the_budget_ends(tiny_config_path, tiny_data, tmp_path) -> None:
     trainer = make_trainer(
-        tiny_config_path, tiny_data, tmp_path, "train.schedule=cosine", "train.lr_horizon=max_minutes",
-        "train.max_minutes=0.1", "train.max_steps=0", "train.max_epochs=1000", "train.warmup_steps=5",
+        tiny_config_path,
+        tiny_data,
+        tmp_path,
+        "train.schedule=cosine",
+        "train.lr_horizon=max_minutes",
+        "train.max_minutes=0.1",
+        "train.max_steps=0",
+        "train.max_epochs=1000",
+        "train.warmup_steps=5",
     )
     progress = trainer.fit()
     tc = trainer.cfg.train
     assert progress.step > 20 and trainer.budget_used() >= 6.0  # the hour (here 6 s) ended it
     assert learning_rate(progress.step, tc, trainer.cfg.model.d_model, trainer.budget_used()) == 0.0
-    logged = [json.loads(line)["lr"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"train"' in line]
+    logged = [
+        json.loads(line)["lr"]
+        for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+        if '"train"' in line
+    ]
     assert max(logged) == pytest.approx(tc.lr, rel=0.05)  # warmup reached the peak
     assert logged[-1] < 0.05 * tc.lr  # and the last updates ran at almost zero
 
@@ -74,7 +85,9 @@ def test_resume_is_exact(tiny_config_path, tiny_data, tmp_path, accum: int) -> N
     n = 6
     extra = [f"train.accum_steps={accum}", "train.validate_every_steps=4"]
     make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={n}", *extra).fit()
-    resumed = make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={2 * n}", *extra)
+    resumed = make_trainer(
+        tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={2 * n}", *extra
+    )
     resumed.resume()
     assert resumed.progress.step == n
     resumed.fit()
@@ -161,7 +174,9 @@ def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch) -> None
 def test_non_finite_loss_is_never_applied(tiny_config_path, tiny_data, tmp_path, monkeypatch) -> None:
     trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_bad_steps=3")
     before = [p.detach().clone() for p in trainer.model.parameters()]
-    monkeypatch.setattr("mt_cli.training.token_loss", lambda logits, target, smoothing: logits.sum() * math.nan)
+    monkeypatch.setattr(
+        "mt_cli.training.token_loss", lambda logits, target, smoothing: logits.sum() * math.nan
+    )
     with pytest.raises(TrainingError, match="not finite for 3 updates in a row"):
         trainer.fit()
     assert trainer.progress.step == 0 and trainer.progress.skipped_steps == 3
@@ -176,7 +191,9 @@ def test_padding_and_smoothing_do_not_count_as_tokens() -> None:
     summed = token_loss(logits, batch.tgt_out, 0.0)
     by_hand = sum(
         -logits[b, t].log_softmax(-1)[batch.tgt_out[b, t]]
-        for b in range(2) for t in range(batch.tgt_out.size(1)) if batch.tgt_out[b, t] != 0
+        for b in range(2)
+        for t in range(batch.tgt_out.size(1))
+        if batch.tgt_out[b, t] != 0
     )
     torch.testing.assert_close(summed, by_hand)
     smoothed = token_loss(logits, batch.tgt_out, 0.1)
@@ -191,18 +208,26 @@ def test_validation_loss_is_unsmoothed_nll(tiny_config_path, tiny_data, tmp_path
     with torch.no_grad():
         for src, tgt in zip(v.val_src, v.val_tgt):
             batch = collate([src], [tgt]).to(trainer.device)
-            total += float(token_loss(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask), batch.tgt_out, 0.0))
+            total += float(
+                token_loss(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask), batch.tgt_out, 0.0)
+            )
             tokens += batch.tgt_tokens
     assert v.loss(model) == pytest.approx(total / tokens, rel=1e-4)
 
 
 def run_mt(*args: str, env: dict | None = None, timeout: int = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mt_cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "mt_cli", *args],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
-    result = run_mt("train", "--config", "configs/tiny.yaml", "--run-dir", str(tmp_path / "run"), "--set", "train.lrr=1")
+    result = run_mt("train", "--config", "tiny", "--run", str(tmp_path / "run"), "--set", "train.lrr=1")
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "did you mean train.lr" in result.stderr
     assert not (tmp_path / "run").exists()
@@ -210,8 +235,17 @@ def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
 
 @pytest.mark.skipif(cpu_has_native_bf16(), reason="this CPU runs bf16 natively")
 def test_emulated_bf16_is_refused_before_any_work(tmp_path) -> None:
-    result = run_mt("train", "--config", "configs/tiny.yaml", "--run-dir", str(tmp_path / "run"),
-                    "--set", "train.device=cpu", "--set", "train.amp=bf16")
+    result = run_mt(
+        "train",
+        "--config",
+        "tiny",
+        "--run",
+        str(tmp_path / "run"),
+        "--set",
+        "train.device=cpu",
+        "--set",
+        "train.amp=bf16",
+    )
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "no native bf16" in result.stderr
     assert not (tmp_path / "run").exists()
@@ -221,7 +255,7 @@ def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, ti
     make_trainer(tiny_config_path, tiny_data, tmp_path / "run", "train.max_steps=2").fit()
     last = tmp_path / "run" / "checkpoints" / "last.pt"
     before = last.read_bytes()
-    result = run_mt("train", "--config", "configs/tiny.yaml", "--run-dir", str(tmp_path / "run"))
+    result = run_mt("train", "--config", "tiny", "--run", str(tmp_path / "run"))
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "already holds a training run" in result.stderr
     assert "--resume" in result.stderr
@@ -230,9 +264,26 @@ def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, ti
 
 def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir) -> None:
     run_dir = tmp_path / "run"
-    args = ["train", "--config", "configs/tiny.yaml", "--run-dir", str(run_dir),
-            "--set", "train.save_every_steps=100000", "--set", "train.log_every_steps=1", "--set", "train.max_epochs=50"]
-    proc = subprocess.Popen([sys.executable, "-m", "mt_cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [
+        "train",
+        "--config",
+        "tiny",
+        "--run",
+        str(run_dir),
+        "--set",
+        "train.save_every_steps=100000",
+        "--set",
+        "train.log_every_steps=1",
+        "--set",
+        "train.max_epochs=50",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mt_cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
     deadline = time.time() + 180
     while time.time() < deadline and not (run_dir / "metrics.jsonl").exists():
         time.sleep(0.2)
@@ -249,10 +300,24 @@ def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir) -> None:
 
 def test_two_process_gloo_ddp_trains(tmp_path, data_dir) -> None:
     run_dir = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533", "-m", "mt_cli",
-           "train", "--config", "configs/tiny.yaml", "--run-dir", str(run_dir),
-           *[arg for o in [*FAST_TRAINING, "train.max_steps=6", "train.device=cpu"] for arg in ("--set", o)]]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_port=29533",
+        "-m",
+        "mt_cli",
+        "train",
+        "--config",
+        "tiny",
+        "--run",
+        str(run_dir),
+        *[arg for o in [*FAST_TRAINING, "train.max_steps=6", "train.device=cpu"] for arg in ("--set", o)],
+    ]
+    result = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, cwd="/", env={**os.environ, "OMP_NUM_THREADS": "1"}
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     assert payload["progress"]["step"] == 6
@@ -278,6 +343,8 @@ def test_closing_test_scores_equal_mt_eval_of_the_same_checkpoint(data_dir, tmp_
     cfg = load_config(CONFIGS / "tiny.yaml", overrides)
     report = train(cfg, run_dir, resume=False, log=lambda message: None)
     for beam, name in ((1, "greedy"), (cfg.decode.beam_size, f"beam{cfg.decode.beam_size}")):
-        evaluation = evaluate_run(run_dir, cfg.data.test_split, None, None, beam, None, None, "auto").evaluation
+        evaluation = evaluate_run(
+            run_dir, cfg.data.test_split, None, None, beam, None, None, "auto"
+        ).evaluation
         assert evaluation.scores.bleu == report["scores"][name]["bleu"], name
         assert evaluation.scores.chrf == report["scores"][name]["chrf"], name

@@ -66,15 +66,37 @@ def test_bf16_decoding_is_close_to_fp32(trained_run: Path) -> None:
     # CPU autocast is what this checks, also on a machine with a GPU (where "auto" would pick CUDA).
     fp32 = Translator.from_run(trained_run, device="cpu", amp="off")
     # Built directly: amp="bf16" is refused on CPUs without native bf16, the numbers are the same.
-    bf16 = Translator.for_inference(copy.deepcopy(fp32.model), fp32.src_tok, fp32.tgt_tok, fp32.config,
-                                    torch.device("cpu"), torch.bfloat16)
+    bf16 = Translator.for_inference(
+        copy.deepcopy(fp32.model),
+        fp32.src_tok,
+        fp32.tgt_tok,
+        fp32.config,
+        torch.device("cpu"),
+        torch.bfloat16,
+    )
     src, src_mask = pad_sources(fp32.encode_sources(SENTENCES, warn=print))
     with torch.no_grad():
-        exact = fp32.model.decode(torch.full((len(SENTENCES), 1), 2), fp32.model.encode(src, src_mask), src_mask,
-                                  torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool)).float().log_softmax(-1)
+        exact = (
+            fp32.model.decode(
+                torch.full((len(SENTENCES), 1), 2),
+                fp32.model.encode(src, src_mask),
+                src_mask,
+                torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool),
+            )
+            .float()
+            .log_softmax(-1)
+        )
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            approx = bf16.model.decode(torch.full((len(SENTENCES), 1), 2), bf16.model.encode(src, src_mask), src_mask,
-                                       torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool)).float().log_softmax(-1)
+            approx = (
+                bf16.model.decode(
+                    torch.full((len(SENTENCES), 1), 2),
+                    bf16.model.encode(src, src_mask),
+                    src_mask,
+                    torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool),
+                )
+                .float()
+                .log_softmax(-1)
+            )
     assert (exact - approx).abs().max() < 0.25
     assert (exact.argmax(-1) == approx.argmax(-1)).float().mean() >= 0.8
 
@@ -82,7 +104,10 @@ def test_bf16_decoding_is_close_to_fp32(trained_run: Path) -> None:
 def test_translate_argument_stdin_and_files(trained_run: Path, tmp_path: Path, fp32: Translator) -> None:
     result = invoke("translate", SENTENCES[0], "--run", str(trained_run), "--beam", "1")
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == Translator.from_run(trained_run).translate_text([SENTENCES[0]], beam_size=1)[0]
+    assert (
+        result.stdout.strip()
+        == Translator.from_run(trained_run).translate_text([SENTENCES[0]], beam_size=1)[0]
+    )
     piped = invoke("translate", "--run", str(trained_run), stdin="\n".join(SENTENCES) + "\n")
     assert piped.exit_code == 0 and len(piped.stdout.splitlines()) == len(SENTENCES)
     source = tmp_path / "in.de"
@@ -109,7 +134,9 @@ def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
         result = invoke("translate", SENTENCES[1], "--run", str(trained_run), "--beam", "3", "--n-best", "3",
                         "--length-penalty", alpha)  # fmt: skip
         assert result.exit_code == 0, result.output
-        scores[alpha] = {row.split(" ||| ")[1]: float(row.split(" ||| ")[2]) for row in result.stdout.splitlines()}
+        scores[alpha] = {
+            row.split(" ||| ")[1]: float(row.split(" ||| ")[2]) for row in result.stdout.splitlines()
+        }
     shared = scores["0"].keys() & scores["2"].keys()
     assert shared
     for text in shared:
@@ -128,11 +155,22 @@ def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
 def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: Path) -> None:
     import sacrebleu
 
-    from mt_cli.corpus import read_lines
+    from mt_cli.files import read_lines
 
     hyps_path = tmp_path / "hyps.en"
-    result = invoke("eval", "--bleu", "--run", str(trained_run), "--split", "val", "--beam", "1", "--json",
-                    "--output", str(hyps_path))
+    result = invoke(
+        "eval",
+        "--bleu",
+        "--run",
+        str(trained_run),
+        "--split",
+        "val",
+        "--beam",
+        "1",
+        "--json",
+        "--output",
+        str(hyps_path),
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     hyps = hyps_path.read_text(encoding="utf-8").splitlines()
@@ -144,7 +182,19 @@ def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: 
     src.write_text("\n".join(read_lines(data_dir / "val.de.gz")[:40]) + "\n", encoding="utf-8")
     ref.write_text("\n".join(refs[:40]) + "\n", encoding="utf-8")
     subset = tmp_path / "subset.en"
-    text = invoke("eval", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--beam", "1", "-o", str(subset))
+    text = invoke(
+        "eval",
+        "--run",
+        str(trained_run),
+        "--src",
+        str(src),
+        "--ref",
+        str(ref),
+        "--beam",
+        "1",
+        "-o",
+        str(subset),
+    )
     assert text.exit_code == 0
     expected = sacrebleu.corpus_bleu(subset.read_text(encoding="utf-8").splitlines(), [refs[:40]]).score
     assert f"BLEU = {expected:.2f}" in text.stdout
@@ -158,9 +208,13 @@ def test_average_command(trained_run: Path, tmp_path: Path) -> None:
     result = invoke("average", str(trained_run), "--last", "2", "--output", str(output))
     assert result.exit_code == 0, result.output
     a, b, avg = (load_checkpoint(p)["model"] for p in (*kept, output))
-    key = "encoder.0.feed_forward.0.weight" if "encoder.0.feed_forward.0.weight" in avg else next(iter(avg))
-    torch.testing.assert_close(avg[key], (a[key] + b[key]) / 2)
-    assert invoke("translate", SENTENCES[0], "--run", str(trained_run), "--checkpoint", str(output)).exit_code == 0
+    for key in ("encoder.0.ffn.linear1.weight", "decoder.1.cross_attn.kv.weight", "tgt_embed.weight"):
+        assert not torch.equal(a[key], b[key]), key  # two different checkpoints, so the mean says something
+        torch.testing.assert_close(avg[key], (a[key] + b[key]) / 2)
+    assert (
+        invoke("translate", SENTENCES[0], "--run", str(trained_run), "--checkpoint", str(output)).exit_code
+        == 0
+    )
     assert "needs that many" in one_error_line(invoke("average", str(trained_run), "--last", "50"))
 
 
@@ -171,27 +225,54 @@ def test_errors_are_one_line_with_exit_2(trained_run: Path, tmp_path: Path) -> N
     best = broken / "checkpoints" / "best.pt"
     best.write_bytes(best.read_bytes()[:1000])
     assert "truncated" in one_error_line(invoke("translate", "Hallo", "--run", str(broken)))
-    assert "does not exist" in one_error_line(invoke("translate", "Hallo", "--run", str(trained_run), "--checkpoint", "nope"))
+    assert "does not exist" in one_error_line(
+        invoke("translate", "Hallo", "--run", str(trained_run), "--checkpoint", "nope")
+    )
     mismatched = tmp_path / "mismatched"
     shutil.copytree(trained_run, mismatched)
     (mismatched / "spm.en.model").write_bytes((mismatched / "spm.de.model").read_bytes())
-    assert "does not match the tokenizers" in one_error_line(invoke("translate", "Hallo", "--run", str(mismatched)))
+    assert "does not match the tokenizers" in one_error_line(
+        invoke("translate", "Hallo", "--run", str(mismatched))
+    )
     latin1 = tmp_path / "latin1.de"
     latin1.write_bytes("Ein Mann\nGrüße\n".encode("latin-1"))
-    assert "not UTF-8" in one_error_line(invoke("translate", "--run", str(trained_run), "--input", str(latin1)))
-    assert "not UTF-8" in one_error_line(invoke("translate", "--run", str(trained_run), stdin=b"Gr\xfc\xdfe\n"))
-    assert "does not exist" in one_error_line(invoke("translate", "--run", str(trained_run), "--input", str(tmp_path / "x")))
+    assert "not UTF-8" in one_error_line(
+        invoke("translate", "--run", str(trained_run), "--input", str(latin1))
+    )
+    assert "not UTF-8" in one_error_line(
+        invoke("translate", "--run", str(trained_run), stdin=b"Gr\xfc\xdfe\n")
+    )
+    assert "does not exist" in one_error_line(
+        invoke("translate", "--run", str(trained_run), "--input", str(tmp_path / "x"))
+    )
     assert "go together" in one_error_line(invoke("eval", "--run", str(trained_run), "--src", str(latin1)))
-    assert "cannot exceed" in one_error_line(invoke("translate", "x", "--run", str(trained_run), "--beam", "2", "--n-best", "3"))
+    assert "cannot exceed" in one_error_line(
+        invoke("translate", "x", "--run", str(trained_run), "--beam", "2", "--n-best", "3")
+    )
 
 
 def test_train_writes_the_run_directory(trained_run: Path) -> None:
+    from mt_cli.checkpoint import load_checkpoint
     from mt_cli.config import load_config
 
     assert load_config(trained_run / "config.yaml").run_dir == str(trained_run)
-    for name in ("spm.de.model", "spm.en.model", "metrics.jsonl", "test.json", "checkpoints/best.pt", "checkpoints/last.pt"):
+    for name in (
+        "spm.de.model",
+        "spm.en.model",
+        "metrics.jsonl",
+        "train.log",
+        "test.json",
+        "checkpoints/best.pt",
+        "checkpoints/last.pt",
+    ):
         assert (trained_run / name).exists(), name
     events = [json.loads(line) for line in (trained_run / "metrics.jsonl").read_text().splitlines()]
     val = [e for e in events if e["event"] == "val"]
-    assert len(val) >= 3 and all(e["bleu"] >= 0 for e in val)
-    assert val[-1]["loss"] < val[0]["loss"]
+    assert len(val) >= 3 and val[-1]["loss"] < val[0]["loss"]
+    bleus = [e["bleu"] for e in val]
+    assert max(bleus) > 0 and bleus[-1] > bleus[0]  # three epochs on 1,500 pairs already learn something
+    best = [e for e in val if e["best"]]
+    assert (
+        best[-1]["bleu"] == max(bleus)
+        and best[-1]["step"] == load_checkpoint(trained_run / "checkpoints" / "best.pt")["step"]
+    )

@@ -1,0 +1,45 @@
+"""The ``mt`` command line: argument parsing and calls, nothing else.
+
+One module per group of commands: ``recipe`` (prepare, train, config), ``translation``
+(translate, eval) and ``tools`` (average, bench, plot). Heavy modules (torch, datasets,
+matplotlib) are imported inside the commands that need them, so ``mt --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mt_cli import __version__
+from mt_cli.cli import recipe, tools, translation
+from mt_cli.cli.common import app
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"mt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_print_version, is_eager=True, help="Print mt's version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Train, run and score a Transformer translator (Multi30k German-English by default).
+
+    Exit codes: 0 done; 2 a mistake in the command, config or input; 3 the work failed; 130 interrupted.
+    """
+
+
+for module in (recipe, translation, tools):
+    module.register(app)
+
+
+def main() -> None:
+    app()

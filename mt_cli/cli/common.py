@@ -1,0 +1,105 @@
+"""What every command shares: the app, option types, logging to stderr and error handling.
+
+Results go to stdout, logs and progress to stderr. Every ``MtError`` becomes one line on stderr
+and its exit code (``errors.py``); Ctrl-C becomes exit 130 and a closed output pipe exit 141,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from mt_cli.config import Config
+from mt_cli.errors import EXIT_INTERRUPTED, MtError
+
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+DEFAULT_RECIPE = "multi30k"
+DEFAULT_RUN = Path(Config().run_dir)
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what shell tools report when `| head` stops reading
+F = TypeVar("F", bound=Callable)
+
+ConfigOption = Annotated[
+    str,
+    typer.Option(
+        "--config", "-c", help="YAML recipe: a path, or the name of a shipped one (multi30k, quick)."
+    ),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a config key: section.key=value (repeatable)."),
+]
+RunOption = Annotated[
+    Path, typer.Option("--run", "-r", "--run-dir", help="Run directory of a trained model.")
+]
+OptionalRunOption = Annotated[
+    Path | None,
+    typer.Option("--run", "-r", "--run-dir", help="Run directory (default: the config's run_dir)."),
+]
+CheckpointOption = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint",
+        help="Checkpoint file, or a name in RUN/checkpoints (best, last, average; default: best).",
+    ),
+]
+DeviceOption = Annotated[str, typer.Option("--device", help="auto | cpu | cuda.")]
+BeamOption = Annotated[
+    int | None, typer.Option("--beam", "-b", min=1, help="Beam size (1 = greedy; default: the recipe's).")
+]
+LengthPenaltyOption = Annotated[
+    float | None,
+    typer.Option(
+        "--length-penalty", min=0.0, help="GNMT length penalty alpha for beam search (default: the recipe's)."
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
+
+
+def log(message: str) -> None:
+    """Progress and diagnostics: stderr, so that stdout holds only results."""
+    typer.echo(message, err=True)
+
+
+def warn(message: str) -> None:
+    typer.echo(f"warning: {message}", err=True)
+
+
+def fail(message: str, code: int) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def user_errors(command: F) -> F:
+    """Turn what can go wrong below a command into one line on stderr and a documented exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except MtError as err:
+            fail(str(err), err.exit_code)
+        except KeyboardInterrupt:
+            fail("interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            # The reader went away (`mt translate ... | head`): stop quietly, as `cat` does.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def run_from(positional: Path | None, option: Path) -> Path:
+    """The run directory given positionally (the older spelling of two commands) or with --run."""
+    return positional if positional is not None else option

@@ -1,0 +1,95 @@
+"""Commands that start from a recipe: ``mt prepare``, ``mt train`` and ``mt config``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mt_cli.cli.common import (
+    DEFAULT_RECIPE,
+    ConfigOption,
+    OptionalRunOption,
+    SetOption,
+    fail,
+    log,
+    user_errors,
+)
+from mt_cli.config import Config, load_config
+from mt_cli.errors import EXIT_INTERRUPTED, CheckpointError
+
+
+@user_errors
+def prepare(
+    config: ConfigOption = DEFAULT_RECIPE, overrides: SetOption = None, run: OptionalRunOption = None
+) -> None:
+    """Load the corpus and train (or reuse) both tokenizers; report sizes and coverage."""
+    from mt_cli.preparation import describe_preparation
+
+    cfg = load_config(config, overrides or [])
+    for line in describe_preparation(cfg, run or Path(cfg.run_dir), log=log):
+        typer.echo(line)
+
+
+@user_errors
+def train(
+    config: ConfigOption = DEFAULT_RECIPE,
+    overrides: SetOption = None,
+    run: OptionalRunOption = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the run's last.pt, with the run's saved config.")
+    ] = False,
+    device: Annotated[
+        str | None, typer.Option("--device", help="auto | cpu | cuda (default: train.device).")
+    ] = None,
+) -> None:
+    """Train a model: tokenizers, training with validation, checkpoints, then test scores.
+
+    Logs go to stderr and RUN/train.log; the closing scores to stdout and RUN/test.json.
+    """
+    from mt_cli.training import Interrupted
+    from mt_cli.training import train as run_training
+
+    overrides = list(overrides or []) + ([f"train.device={device}"] if device is not None else [])
+    cfg = (
+        _resumed_config(run or Path(load_config(config).run_dir), overrides)
+        if resume
+        else load_config(config, overrides)
+    )
+    run_dir = run or Path(cfg.run_dir)
+    try:
+        report = run_training(cfg, run_dir, resume=resume, log=log)
+    except Interrupted as stop:
+        fail(str(stop), EXIT_INTERRUPTED)
+    if report and report["scores"]:
+        typer.echo(
+            f"{report['split']} ({report['updates']} updates, {report['training_minutes']} min of training)"
+        )
+        typer.echo(f"{'decoding':<10}{'BLEU':>8}{'chrF':>8}{'sent/s':>9}")
+        for name, s in report["scores"].items():
+            typer.echo(f"{name:<10}{s['bleu']:>8.2f}{s['chrf']:>8.2f}{s['sentences_per_second']:>9.1f}")
+        typer.echo(f"scores and signatures: {run_dir / 'test.json'}")
+
+
+def _resumed_config(run_dir: Path, overrides: list[str]) -> Config:
+    saved = run_dir / "config.yaml"
+    if not saved.is_file():
+        raise CheckpointError(f"cannot resume: {saved} does not exist (start without --resume)")
+    return load_config(saved, overrides)
+
+
+@user_errors
+def config(config: ConfigOption = DEFAULT_RECIPE, overrides: SetOption = None) -> None:
+    """Print the resolved config of a recipe with its overrides (YAML), without training."""
+    import yaml
+
+    from mt_cli.config import config_to_dict
+
+    cfg = load_config(config, overrides or [])
+    typer.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False, allow_unicode=True), nl=False)
+
+
+def register(app: typer.Typer) -> None:
+    for command in (prepare, train, config):
+        app.command()(command)

@@ -1,0 +1,219 @@
+"""Commands that use a trained run: ``mt translate`` and ``mt eval``."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mt_cli.cli.common import (
+    DEFAULT_RUN,
+    BeamOption,
+    CheckpointOption,
+    DeviceOption,
+    JsonOption,
+    LengthPenaltyOption,
+    RunOption,
+    user_errors,
+    warn,
+)
+from mt_cli.errors import InputError, RunFailure
+from mt_cli.files import AtomicTextOutput, check_input_file, check_output_path
+
+if TYPE_CHECKING:
+    from mt_cli.translator import Translator
+
+OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write translations to this file.")]
+
+
+@user_errors
+def translate(
+    text: Annotated[
+        str | None, typer.Argument(help="Text to translate (default: stdin, one sentence per line).")
+    ] = None,
+    run: RunOption = DEFAULT_RUN,
+    checkpoint: CheckpointOption = None,
+    beam: BeamOption = None,
+    length_penalty: LengthPenaltyOption = None,
+    n_best: Annotated[
+        int, typer.Option(min=1, help="Print the N best hypotheses per line (Moses n-best format).")
+    ] = 1,
+    input_file: Annotated[
+        Path | None, typer.Option("--input", "-i", help="Read sentences from this file.")
+    ] = None,
+    output_file: OutputOption = None,
+    buffer_size: Annotated[
+        int, typer.Option(min=1, help="Lines read and decoded together from a pipe or file (a terminal: 1).")
+    ] = 64,
+    attention: Annotated[
+        Path | None, typer.Option(help="Save a cross-attention heatmap (PNG) of the first line.")
+    ] = None,
+    device: DeviceOption = "auto",
+) -> None:
+    """Translate text: one output line per input line, in order, written as each batch is done.
+
+    The run and every path are checked before input is read; at a terminal each line is answered at once.
+    """
+    from tqdm import tqdm
+
+    from mt_cli.translator import Translator
+
+    if text is not None and input_file is not None:
+        raise InputError("give either a text argument or --input, not both")
+    if input_file is not None:
+        check_input_file(input_file, "--input")
+        if output_file is not None and output_file.resolve() == input_file.resolve():
+            raise InputError(f"--output {output_file} is the --input file; write the translations elsewhere")
+    if attention is not None:
+        check_output_path(attention, "--attention")
+    if output_file is not None:
+        check_output_path(output_file, "--output")
+    translator = Translator.from_run(run, checkpoint, device).with_length_penalty(length_penalty)
+    beam_size = translator.config.decode.beam_size if beam is None else beam
+    if n_best > beam_size:
+        raise InputError(f"--n-best {n_best} cannot exceed the beam size {beam_size}")
+
+    chunks, total = _input_chunks(text, input_file, buffer_size)
+    output = AtomicTextOutput(output_file) if output_file is not None else None
+    sink = output or sys.stdout
+    to_terminal = output is None and sys.stdout.isatty()
+    try:
+        with tqdm(
+            total=total, desc="translating", unit="line", leave=False, disable=True if to_terminal else None
+        ) as bar:
+            done = 0
+            for chunk in chunks:
+                hyps = translator.translate(
+                    chunk, beam_size=beam_size, n_best=n_best, warn=warn, first_line=done + 1
+                )
+                out = _format(translator, hyps, n_best, first_index=done)
+                try:
+                    sink.write("".join(line + "\n" for line in out))
+                    sink.flush()
+                except BrokenPipeError:
+                    raise
+                except OSError as err:
+                    raise RunFailure(
+                        f"cannot write {output_file or 'stdout'}: {err.strerror or err}"
+                    ) from None
+                if attention is not None and done == 0:
+                    _plot_attention(translator, chunk[0], hyps[0][0].tokens, attention)
+                done += len(chunk)
+                bar.update(len(chunk))
+        if output is not None:
+            output.commit()
+    finally:
+        if output is not None:
+            output.discard()
+
+
+def _input_chunks(
+    text: str | None, input_file: Path | None, buffer_size: int
+) -> tuple[Iterator[list[str]], int | None]:
+    """(chunks of input lines, the number of lines if known) from the argument, a file or stdin."""
+    from mt_cli.files import count_lines, stream_lines, text_lines
+
+    if text is not None:
+        return iter([text_lines(text) or [""]]), None
+    if input_file is not None:
+        handle = open(input_file, "rb")  # noqa: SIM115 - closed when the generator ends
+        if input_file.suffix == ".gz":
+            import gzip
+
+            handle = gzip.open(handle, "rb")
+        return _batched(stream_lines(handle, str(input_file)), buffer_size), count_lines(input_file)
+    size = 1 if sys.stdin.isatty() else buffer_size
+    return _batched(stream_lines(sys.stdin.buffer, "standard input"), size), None
+
+
+def _batched(lines: Iterator[str], size: int) -> Iterator[list[str]]:
+    while chunk := list(itertools.islice(lines, size)):
+        yield chunk
+
+
+def _format(translator: Translator, hyps: list, n_best: int, first_index: int) -> list[str]:
+    if n_best == 1:
+        return translator.tgt_tok.decode([h[0].tokens for h in hyps])
+    return [
+        f"{first_index + i} ||| {text} ||| {h.score:.4f}"
+        for i, line_hyps in enumerate(hyps)
+        for h, text in zip(line_hyps, translator.tgt_tok.decode([h.tokens for h in line_hyps]))
+    ]
+
+
+def _plot_attention(translator: Translator, line: str, tokens: list[int], path: Path) -> None:
+    from mt_cli.plots import plot_attention
+
+    plot_attention(*translator.attention(line, tokens), path)
+    warn(f"attention heatmap written to {path}")
+
+
+@user_errors
+def evaluate(
+    bleu: Annotated[
+        bool, typer.Option("--bleu/--no-bleu", help="Report sacreBLEU (default); --no-bleu: chrF only.")
+    ] = True,
+    run: RunOption = DEFAULT_RUN,
+    split: Annotated[
+        str, typer.Option(help="Split to score: val, test2016, test2017, mscoco2017, test2018.")
+    ] = "test2016",
+    src: Annotated[
+        Path | None, typer.Option(help="Score on this source file instead of a split (needs --ref).")
+    ] = None,
+    ref: Annotated[Path | None, typer.Option(help="Reference translations for --src or --hyp.")] = None,
+    hyp: Annotated[
+        Path | None, typer.Option(help="Score this file of translations against --ref; no model is loaded.")
+    ] = None,
+    beam: BeamOption = None,
+    length_penalty: LengthPenaltyOption = None,
+    checkpoint: CheckpointOption = None,
+    device: DeviceOption = "auto",
+    as_json: JsonOption = False,
+    output_file: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the hypotheses to this file.")
+    ] = None,
+) -> None:
+    """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a trained run on a split or files, or --hyp."""
+    from mt_cli.evaluation import evaluate_run, score_files
+
+    if hyp is not None:
+        if ref is None or src is not None:
+            raise InputError("--hyp needs --ref (and no --src): it scores a file of translations")
+        scores = score_files(hyp, ref)
+        _print_scores(
+            {"data": str(hyp), **scores.as_dict()}, f"{hyp}: {scores.sentences} sentences", bleu, as_json
+        )
+        return
+    output = AtomicTextOutput(output_file) if output_file is not None else None
+    try:
+        result = evaluate_run(run, split, src, ref, beam, length_penalty, checkpoint, device)
+        if output is not None:
+            output.write("".join(h + "\n" for h in result.evaluation.hypotheses))
+            output.commit()
+    finally:
+        if output is not None:
+            output.discard()
+    seconds, sentences = result.evaluation.seconds, result.evaluation.scores.sentences
+    header = (f"{result.name}: {sentences} sentences, beam {result.beam}, length penalty {result.length_penalty}, "
+              f"{seconds:.1f} s ({sentences / max(seconds, 1e-9):.1f} sentences/s)")  # fmt: skip
+    _print_scores(result.as_dict(), header, bleu, as_json)
+
+
+def _print_scores(data: dict, header: str, bleu: bool, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    typer.echo(header)
+    if bleu:
+        typer.echo(f"BLEU = {data['bleu']:.2f}  ({data['bleu_signature']})")
+    typer.echo(f"chrF = {data['chrf']:.2f}  ({data['chrf_signature']})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(translate)
+    app.command("eval")(evaluate)
