@@ -8,6 +8,7 @@ checked before any work starts, so a typo in ``--output`` costs nothing.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import tempfile
@@ -155,6 +156,18 @@ def stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
         if number == 1:
             line = line.removeprefix("\ufeff")
         yield line.removesuffix("\n").removesuffix("\r")
+
+
+def stream_file_lines(path: Path) -> Iterator[str]:
+    """``stream_lines`` of a (possibly gzipped) file, which is closed when the lines run out."""
+    with _open_bytes(path) as handle:
+        yield from stream_lines(handle, str(path))
+
+
+def batched(lines: Iterator[str], size: int) -> Iterator[list[str]]:
+    """Lists of up to ``size`` lines, each handed on as soon as it is full (or the lines end)."""
+    while chunk := list(itertools.islice(lines, size)):
+        yield chunk
 
 
 def count_lines(path: Path) -> int | None:

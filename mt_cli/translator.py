@@ -8,7 +8,7 @@ model's positions is cut, with one warning naming the line.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,6 +180,26 @@ class Translator:
                 results[index] = hyps
             progress(len(group))
         return results
+
+    def stream(
+        self, chunks: Iterable[list[str]], beam_size: int, n_best: int, warn: Callable[[str], None]
+    ) -> Iterator[tuple[list[str], list[list[Hypothesis]], list[str]]]:
+        """For each chunk of input lines, as soon as it is decoded: (the lines, their hypotheses,
+        the output lines). Output is one translation per line, or with ``n_best`` > 1 Moses
+        n-best rows ``i ||| text ||| score``, numbered across chunks."""
+        done = 0
+        for chunk in chunks:
+            hyps = self.translate(chunk, beam_size=beam_size, n_best=n_best, warn=warn, first_line=done + 1)
+            if n_best == 1:
+                out = self.tgt_tok.decode([h[0].tokens for h in hyps])
+            else:
+                out = [
+                    f"{done + i} ||| {text} ||| {h.score:.4f}"
+                    for i, line_hyps in enumerate(hyps)
+                    for h, text in zip(line_hyps, self.tgt_tok.decode([h.tokens for h in line_hyps]))
+                ]
+            yield chunk, hyps, out
+            done += len(chunk)
 
     def translate_text(
         self,

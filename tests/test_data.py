@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -317,3 +318,25 @@ def test_multi30k_sizes(data_dir: Path) -> None:
 def test_import_does_not_load_datasets() -> None:
     code = "import sys, mt_cli.data, mt_cli.corpus; assert 'datasets' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_hub_path_reads_the_hub_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The real hub code (datasets.load_dataset of bentrevett/multi30k), pointed at a local copy in
+    # that dataset's schema: train/val/test JSON lines with "en" and "de" fields.
+    hub_copy = tmp_path / "bentrevett-multi30k"
+    hub_copy.mkdir()
+    rows = {
+        "train": [("ein hund", "a dog"), ("zwei katzen", "two cats")],
+        "val": [("hallo", "hello")],
+        "test": [("ein haus", "a house")],
+    }
+    for split, pairs in rows.items():
+        lines = [json.dumps({"en": en, "de": de}, ensure_ascii=False) for de, en in pairs]
+        (hub_copy / f"{split}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(corpus, "SHIPPED_MULTI30K", tmp_path / "not-shipped")
+    monkeypatch.setattr(corpus, "HUB_DATASET", str(hub_copy))
+    loaded = load_corpus(DataConfig(), ["train", "val", "test2016"])
+    assert split_sizes(loaded) == {"train": 2, "val": 1, "test2016": 1}
+    assert loaded["train"][1] == {"src": "zwei katzen", "tgt": "two cats"}
+    flipped = load_corpus(DataConfig(src_lang="en", tgt_lang="de"), ["test2016"])
+    assert flipped["test2016"][0] == {"src": "a house", "tgt": "ein haus"}

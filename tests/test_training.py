@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import CONFIGS, FAST_TRAINING
+from typer.testing import CliRunner
 
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
+from mt_cli.cli import app
 from mt_cli.config import load_config
 from mt_cli.data import collate
-from mt_cli.device import cpu_has_native_bf16
 from mt_cli.distributed import Distributed
 from mt_cli.errors import CheckpointError
 from mt_cli.evaluation import evaluate_run
@@ -233,20 +234,23 @@ def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.skipif(cpu_has_native_bf16(), reason="this CPU runs bf16 natively")
-def test_emulated_bf16_is_refused_before_any_work(tmp_path) -> None:
-    result = run_mt(
+def test_emulated_bf16_is_refused_before_any_work(tmp_path, monkeypatch) -> None:
+    # Any CPU can pretend to lack bf16; the refusal must come before the corpus is even read.
+    monkeypatch.setattr("mt_cli.device.cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr("mt_cli.training.prepare_training_data", lambda *args: pytest.fail("read the corpus"))
+    args = [
         "train",
         "--config",
         "tiny",
         "--run",
         str(tmp_path / "run"),
-        "--set",
-        "train.device=cpu",
+        "--device",
+        "cpu",
         "--set",
         "train.amp=bf16",
-    )
-    assert result.returncode == 2
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
     assert result.stderr.strip().count("\n") == 0 and "no native bf16" in result.stderr
     assert not (tmp_path / "run").exists()
 

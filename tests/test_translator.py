@@ -75,28 +75,16 @@ def test_bf16_decoding_is_close_to_fp32(trained_run: Path) -> None:
         torch.bfloat16,
     )
     src, src_mask = pad_sources(fp32.encode_sources(SENTENCES, warn=print))
+
+    def first_step_log_probs(model: torch.nn.Module) -> torch.Tensor:
+        bos = torch.full((len(SENTENCES), 1), 2)
+        causal = torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool)
+        return model.decode(bos, model.encode(src, src_mask), src_mask, causal).float().log_softmax(-1)
+
     with torch.no_grad():
-        exact = (
-            fp32.model.decode(
-                torch.full((len(SENTENCES), 1), 2),
-                fp32.model.encode(src, src_mask),
-                src_mask,
-                torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool),
-            )
-            .float()
-            .log_softmax(-1)
-        )
+        exact = first_step_log_probs(fp32.model)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            approx = (
-                bf16.model.decode(
-                    torch.full((len(SENTENCES), 1), 2),
-                    bf16.model.encode(src, src_mask),
-                    src_mask,
-                    torch.ones(len(SENTENCES), 1, 1, 1, dtype=torch.bool),
-                )
-                .float()
-                .log_softmax(-1)
-            )
+            approx = first_step_log_probs(bf16.model)
     assert (exact - approx).abs().max() < 0.25
     assert (exact.argmax(-1) == approx.argmax(-1)).float().mean() >= 0.8
 

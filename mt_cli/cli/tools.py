@@ -93,8 +93,19 @@ def bench(
 
     if output is not None:
         check_output_path(output, "--output")
-    report = run_bench(config, overrides or [], run, checkpoint, device, sentences, repeats, decode_repeats, batches,
-                       beam, log=log)  # fmt: skip
+    report = run_bench(
+        config,
+        overrides or [],
+        run,
+        checkpoint,
+        device,
+        sentences,
+        repeats,
+        decode_repeats,
+        batches,
+        beam,
+        log=log,
+    )
     if output is not None:
         write_json(report, output)
     typer.echo(json.dumps(report, indent=2) if as_json else "\n".join(format_report(report)))

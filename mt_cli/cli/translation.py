@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
@@ -81,29 +80,13 @@ def translate(
     chunks, total = _input_chunks(text, input_file, buffer_size)
     output = AtomicTextOutput(output_file) if output_file is not None else None
     sink = output or sys.stdout
-    to_terminal = output is None and sys.stdout.isatty()
+    quiet = True if output is None and sys.stdout.isatty() else None  # None: tqdm shows a bar on a terminal
     try:
-        with tqdm(
-            total=total, desc="translating", unit="line", leave=False, disable=True if to_terminal else None
-        ) as bar:
-            done = 0
-            for chunk in chunks:
-                hyps = translator.translate(
-                    chunk, beam_size=beam_size, n_best=n_best, warn=warn, first_line=done + 1
-                )
-                out = _format(translator, hyps, n_best, first_index=done)
-                try:
-                    sink.write("".join(line + "\n" for line in out))
-                    sink.flush()
-                except BrokenPipeError:
-                    raise
-                except OSError as err:
-                    raise RunFailure(
-                        f"cannot write {output_file or 'stdout'}: {err.strerror or err}"
-                    ) from None
-                if attention is not None and done == 0:
+        with tqdm(total=total, desc="translating", unit="line", leave=False, disable=quiet) as bar:
+            for number, (chunk, hyps, out) in enumerate(translator.stream(chunks, beam_size, n_best, warn)):
+                _write(sink, out, output_file)
+                if attention is not None and number == 0:
                     _plot_attention(translator, chunk[0], hyps[0][0].tokens, attention)
-                done += len(chunk)
                 bar.update(len(chunk))
         if output is not None:
             output.commit()
@@ -112,38 +95,28 @@ def translate(
             output.discard()
 
 
+def _write(sink: TextIO | AtomicTextOutput, lines: list[str], output_file: Path | None) -> None:
+    try:
+        sink.write("".join(line + "\n" for line in lines))
+        sink.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        raise RunFailure(f"cannot write {output_file or 'stdout'}: {err.strerror or err}") from None
+
+
 def _input_chunks(
     text: str | None, input_file: Path | None, buffer_size: int
 ) -> tuple[Iterator[list[str]], int | None]:
     """(chunks of input lines, the number of lines if known) from the argument, a file or stdin."""
-    from mt_cli.files import count_lines, stream_lines, text_lines
+    from mt_cli.files import batched, count_lines, stream_file_lines, stream_lines, text_lines
 
     if text is not None:
         return iter([text_lines(text) or [""]]), None
     if input_file is not None:
-        handle = open(input_file, "rb")  # noqa: SIM115 - closed when the generator ends
-        if input_file.suffix == ".gz":
-            import gzip
-
-            handle = gzip.open(handle, "rb")
-        return _batched(stream_lines(handle, str(input_file)), buffer_size), count_lines(input_file)
+        return batched(stream_file_lines(input_file), buffer_size), count_lines(input_file)
     size = 1 if sys.stdin.isatty() else buffer_size
-    return _batched(stream_lines(sys.stdin.buffer, "standard input"), size), None
-
-
-def _batched(lines: Iterator[str], size: int) -> Iterator[list[str]]:
-    while chunk := list(itertools.islice(lines, size)):
-        yield chunk
-
-
-def _format(translator: Translator, hyps: list, n_best: int, first_index: int) -> list[str]:
-    if n_best == 1:
-        return translator.tgt_tok.decode([h[0].tokens for h in hyps])
-    return [
-        f"{first_index + i} ||| {text} ||| {h.score:.4f}"
-        for i, line_hyps in enumerate(hyps)
-        for h, text in zip(line_hyps, translator.tgt_tok.decode([h.tokens for h in line_hyps]))
-    ]
+    return batched(stream_lines(sys.stdin.buffer, "standard input"), size), None
 
 
 def _plot_attention(translator: Translator, line: str, tokens: list[int], path: Path) -> None:
@@ -199,8 +172,10 @@ def evaluate(
         if output is not None:
             output.discard()
     seconds, sentences = result.evaluation.seconds, result.evaluation.scores.sentences
-    header = (f"{result.name}: {sentences} sentences, beam {result.beam}, length penalty {result.length_penalty}, "
-              f"{seconds:.1f} s ({sentences / max(seconds, 1e-9):.1f} sentences/s)")  # fmt: skip
+    header = (
+        f"{result.name}: {sentences} sentences, beam {result.beam}, length penalty {result.length_penalty}, "
+        f"{seconds:.1f} s ({sentences / max(seconds, 1e-9):.1f} sentences/s)"
+    )
     _print_scores(result.as_dict(), header, bleu, as_json)
 
 
