@@ -1,5 +1,6 @@
 """Config strictness: every mistake is a ConfigError that names the key."""
 
+import runpy
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,10 @@ def test_config_module_does_not_import_torch() -> None:
     code = "import sys, mt_cli.config; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_reference_table_of_keys_is_current(capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_path(str(CONFIGS.parent / "scripts" / "config-reference.py"), run_name="__main__")
+    reference = (CONFIGS.parent / "docs" / "reference.md").read_text(encoding="utf-8")
+    table = reference.split("<!-- config keys: begin -->\n")[1].split("<!-- config keys: end -->")[0]
+    assert table == capsys.readouterr().out, "run scripts/config-reference.py and paste its table"
