@@ -315,7 +315,8 @@ def test_two_process_gloo_ddp_trains(tmp_path, data_dir) -> None:
         "train",
         "--config",
         "tiny",
-        "--run",
+        # As documented: torchrun's parser rejects --run as an abbreviation of its --run-path.
+        "--run-dir",
         str(run_dir),
         *[arg for o in [*FAST_TRAINING, "train.max_steps=6", "train.device=cpu"] for arg in ("--set", o)],
     ]

@@ -48,7 +48,7 @@ def translate(
     output_file: OutputOption = None,
     buffer_size: Annotated[
         int, typer.Option(min=1, help="Lines read and decoded together from a pipe or file (a terminal: 1).")
-    ] = 64,
+    ] = 1000,
     attention: Annotated[
         Path | None, typer.Option(help="Save a cross-attention heatmap (PNG) of the first line.")
     ] = None,
