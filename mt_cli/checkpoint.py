@@ -15,42 +15,32 @@ from typing import Any
 
 import torch
 
-from mt_cli.config import Config, config_from_dict, load_config
+from mt_cli.config import ModelCard, card_from_config_dict, card_from_dict
 from mt_cli.errors import CheckpointError, ConfigError
 from mt_cli.files import atomic_write_bytes
+
+
+class _InRun:
+    """A file or folder at a fixed place inside the run directory (docs/reference.md lists them)."""
+
+    def __init__(self, relative: str) -> None:
+        self.relative = relative
+
+    def __get__(self, run: RunDir, owner: type) -> Path:
+        return run.root / self.relative
 
 
 @dataclass(frozen=True)
 class RunDir:
     root: Path
 
-    @property
-    def config(self) -> Path:
-        return self.root / "config.yaml"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
-
-    @property
-    def last(self) -> Path:
-        return self.checkpoints / "last.pt"
-
-    @property
-    def best(self) -> Path:
-        return self.checkpoints / "best.pt"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "train.log"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics.jsonl"
-
-    @property
-    def test_scores(self) -> Path:
-        return self.root / "test.json"
+    config = _InRun("config.yaml")
+    log = _InRun("train.log")
+    metrics = _InRun("metrics.jsonl")
+    test_scores = _InRun("test.json")
+    checkpoints = _InRun("checkpoints")
+    last = _InRun("checkpoints/last.pt")
+    best = _InRun("checkpoints/best.pt")
 
     def previous_training(self) -> list[Path]:
         """What an earlier training left here; tokenizers and config.yaml (from `mt prepare`) do not count."""
@@ -59,17 +49,35 @@ class RunDir:
     def step_checkpoint(self, step: int) -> Path:
         return self.checkpoints / f"step{step:07d}.pt"
 
+    def find_checkpoint(self, checkpoint: str | None) -> Path:
+        """``None`` means best.pt; a bare name like ``last`` or ``step0001000`` is looked up in the run.
+
+        A checkpoint that is not there is a CheckpointError that lists the ones that are.
+        """
+        if checkpoint is None:
+            path = self.best
+        elif (
+            Path(checkpoint).exists()
+            or Path(checkpoint).suffix == ".pt"
+            and Path(checkpoint).parent != Path(".")
+        ):
+            return Path(checkpoint)
+        else:
+            path = self.checkpoints / (checkpoint if checkpoint.endswith(".pt") else f"{checkpoint}.pt")
+        if not path.exists():
+            names = ", ".join(p.stem for p in sorted(self.checkpoints.glob("*.pt"))) or "none"
+            if checkpoint is not None:
+                hint = "; give one of those names or a checkpoint file"
+            elif self.last.exists():
+                hint = f"; use --checkpoint last, or resume with `mt train --run {self.root} --resume`"
+            else:
+                hint = f"; train it with `mt train --run {self.root}`"
+            raise CheckpointError(f"{path} does not exist (checkpoints in {self.checkpoints}: {names}){hint}")
+        return path
+
     def step_checkpoints(self) -> list[Path]:
         """Validation checkpoints kept for averaging, oldest first."""
         return sorted(self.checkpoints.glob("step*.pt"))
-
-    def load_config(self) -> Config:
-        if not self.config.exists():
-            raise CheckpointError(
-                f"{self.root} is not a trained run (no config.yaml); train one with "
-                "`mt train --config configs/multi30k.yaml`"
-            )
-        return load_config(self.config)
 
 
 def save_checkpoint(payload: dict[str, Any], path: Path) -> None:
@@ -90,17 +98,21 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
         raise CheckpointError(
             f"checkpoint {path} is damaged or truncated ({reason}); retrain or pick another"
         ) from None
-    if not isinstance(payload, dict) or "model" not in payload or "config" not in payload:
-        raise CheckpointError(f"checkpoint {path} is not an mt checkpoint (no model weights and config)")
+    if not isinstance(payload, dict) or "model" not in payload or not {"card", "config"} & payload.keys():
+        raise CheckpointError(f"checkpoint {path} is not an mt checkpoint (no model weights and card)")
     return payload
 
 
-def checkpoint_config(payload: dict[str, Any], path: Path) -> Config:
-    """The model's configuration as saved with its weights."""
+def checkpoint_card(payload: dict[str, Any], path: Path) -> ModelCard:
+    """The model's card as saved with its weights (derived from the recipe in older checkpoints)."""
     try:
-        return config_from_dict(payload["config"])
+        if "card" in payload:
+            return card_from_dict(payload["card"])
+        return card_from_config_dict(payload["config"])
     except ConfigError as err:
-        raise CheckpointError(f"checkpoint {path} holds a config this version cannot read: {err}") from None
+        raise CheckpointError(
+            f"checkpoint {path} describes its model in a way this version cannot read: {err}"
+        ) from None
 
 
 def average_checkpoints(paths: list[Path], output: Path) -> Path:
@@ -108,9 +120,9 @@ def average_checkpoints(paths: list[Path], output: Path) -> Path:
     if not paths:
         raise CheckpointError("no checkpoints to average")
     payloads = [load_checkpoint(p) for p in paths]
-    keys = payloads[0]["model"].keys()
+    keys, architecture = payloads[0]["model"].keys(), checkpoint_card(payloads[0], paths[0]).model
     for path, payload in zip(paths, payloads):
-        if payload["model"].keys() != keys or payload["config"]["model"] != payloads[0]["config"]["model"]:
+        if payload["model"].keys() != keys or checkpoint_card(payload, path).model != architecture:
             raise CheckpointError(f"{path} has a different architecture from {paths[0]}; cannot average")
     average = {}
     for key in keys:
@@ -123,7 +135,7 @@ def average_checkpoints(paths: list[Path], output: Path) -> Path:
     save_checkpoint(
         {
             "model": average,
-            "config": newest["config"],
+            **{key: newest[key] for key in ("card", "config") if key in newest},
             "step": newest.get("step"),
             "averaged_from": [str(p) for p in paths],
         },

@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 
 from mt_cli.config import load_config
-from mt_cli.model import build_model
-from mt_cli.optim import make_optimizer, parameter_groups
+from mt_cli.model.transformer import build_model
+from mt_cli.train.optim import make_optimizer, parameter_groups
 
 cfg = load_config(Path("configs/multi30k.yaml"))
 torch.manual_seed(0)

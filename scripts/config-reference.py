@@ -53,7 +53,8 @@ def main() -> None:
     hints = typing.get_type_hints(Config)
     print("| key | type | built-in default | `multi30k` | meaning |\n|---|---|---|---|---|")
     print(
-        f"| `run_dir` | str | `{defaults['run_dir']}` | `{recipe['run_dir']}` | {meaning(notes['run_dir'], str)} |"
+        f"| `run_dir` | str | `{defaults['run_dir']}` | `{recipe['run_dir']}` | "
+        f"{meaning(notes['run_dir'], str)} |"
     )
     for section in (f for f in dataclasses.fields(Config) if dataclasses.is_dataclass(hints[f.name])):
         section_hints = typing.get_type_hints(hints[section.name])
@@ -61,7 +62,8 @@ def main() -> None:
             name, hint = f"{section.name}.{field.name}", section_hints[field.name]
             default, used = defaults[section.name][field.name], recipe[section.name][field.name]
             print(
-                f"| `{name}` | {type_name(hint)} | `{default}` | `{used}` | {meaning(notes.get(name, ''), hint)} |"
+                f"| `{name}` | {type_name(hint)} | `{default}` | `{used}` | "
+                f"{meaning(notes.get(name, ''), hint)} |"
             )
 
 

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from mt_cli.device import cpu_has_native_bf16
+from mt_cli.runtime.device import cpu_has_native_bf16
 
 
 def gflops(m: int, k: int, n: int, dtype: torch.dtype | None, repeats: int) -> float:

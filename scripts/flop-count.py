@@ -15,14 +15,14 @@ import gzip
 import sys
 from pathlib import Path
 
-from mt_cli.translator import Translator
+from mt_cli.decode.translator import Translator
 
 NAIVE_BATCH = 128
 translator = Translator.from_run(sys.argv[1], device="cpu")
 path = Path("data/multi30k/test_2016_flickr.de.gz")
 lines = [line.rstrip("\n") for line in gzip.open(path, "rt", encoding="utf-8")]
 model = translator.model
-d, ff, vocab = model.d_model, translator.config.model.d_ff, model.tgt_vocab_size
+d, ff, vocab = model.d_model, translator.card.model.d_ff, model.tgt_vocab_size
 enc_layers, layers = len(model.encoder), len(model.decoder)
 decoder_position = 4 * d * d + 2 * d * d + 2 * d * ff  # self q/k/v/out, cross q/out, feed-forward
 cross_kv = 2 * d * d  # per source position and decoder layer
@@ -59,6 +59,8 @@ for start in range(0, len(sources), NAIVE_BATCH):
         naive += len(batch) * (t * layers * decoder_position + width * layers * cross_kv + d * vocab)
 greedy, beam = greedy_enc + greedy_dec, beam_enc + beam_dec
 print(f"generated tokens (greedy, EOS included): {sum(outputs):,}")
-print(f"multiply-adds (G): greedy {greedy / 1e9:.1f} (encoder {greedy_enc / 1e9:.1f}), "
-      f"beam 5 {beam / 1e9:.1f} (encoder {beam_enc / 1e9:.1f}), naive {naive / 1e9:.1f}")  # fmt: skip
+print(
+    f"multiply-adds (G): greedy {greedy / 1e9:.1f} (encoder {greedy_enc / 1e9:.1f}), "
+    f"beam 5 {beam / 1e9:.1f} (encoder {beam_enc / 1e9:.1f}), naive {naive / 1e9:.1f}"
+)
 print(f"naive / greedy {naive / greedy:.2f}x, beam 5 / greedy {beam / greedy:.2f}x")

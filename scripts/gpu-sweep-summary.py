@@ -27,7 +27,8 @@ def read(p):
 
 heads = " ".join(f"{'v-b' + (s or 'eam'):>6}" for s in suffixes)
 print(
-    f"{'run':10} {'upd':>5} {'min':>5} {'bestval':>7} {'ep':>3} {'lastval':>7} {heads} {'t-gr':>6} {'t-beam':>6} best"
+    f"{'run':10} {'upd':>5} {'min':>5} {'bestval':>7} {'ep':>3} {'lastval':>7} {heads} "
+    f"{'t-gr':>6} {'t-beam':>6} best"
 )
 for name in names:
     d = root / name
@@ -44,9 +45,11 @@ for name in names:
     head = f"{best['bleu']:7.2f} {best['epoch']:3} {vals[-1]['bleu']:7.2f} {vb}"
     if t:
         beam = [k for k in t["scores"] if k != "greedy"][0]
-        scores = f"{t['scores']['greedy']['bleu']:6.2f} {t['scores'][beam]['bleu']:6.2f} {Path(t['best_checkpoint']).name}"
+        greedy, beamed = t["scores"]["greedy"]["bleu"], t["scores"][beam]["bleu"]
+        scores = f"{greedy:6.2f} {beamed:6.2f} {Path(t['best_checkpoint']).name}"
         print(f"{name:10} {t['updates']:5} {t['training_minutes']:5.1f} {head} {scores}")
     else:
         print(
-            f"{name:10} {vals[-1]['step']:5} {vals[-1]['elapsed'] / 60:5.1f} {head}      -      - (no test.json)"
+            f"{name:10} {vals[-1]['step']:5} {vals[-1]['elapsed'] / 60:5.1f} {head}"
+            "      -      - (no test.json)"
         )

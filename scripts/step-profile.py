@@ -15,16 +15,16 @@ from torch.profiler import profile
 
 from mt_cli.checkpoint import RunDir
 from mt_cli.config import load_config
-from mt_cli.distributed import Distributed
-from mt_cli.preparation import prepare_training_data
-from mt_cli.training import Trainer
+from mt_cli.runtime.distributed import Distributed
+from mt_cli.train.run import prepare_data
+from mt_cli.train.trainer import Trainer
 
 overrides = sys.argv[2:] + ["train.val_bleu=false", "train.test_at_end=false"]
 cfg = load_config(Path("configs/multi30k.yaml"), overrides)
 run = RunDir(Path(sys.argv[1]))
 dist = Distributed.from_env(torch.device("cpu"))
 torch.manual_seed(cfg.train.seed)
-trainer = Trainer(cfg, run, prepare_training_data(cfg, run, dist, lambda message: None), dist, print)
+trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, lambda message: None), dist, print)
 trainer.begin_epoch()
 updates = trainer.epoch_updates()
 groups = [next(updates) for _ in range(50)]
@@ -36,7 +36,8 @@ for group in groups[10:40]:
     tokens += sum(b.src_tokens + b.tgt_tokens for b in group)
 seconds = time.perf_counter() - start
 print(
-    f"precision {trainer.dtype or torch.float32}: {seconds / 30 * 1000:.0f} ms per update, {tokens / seconds:.0f} tokens/s"
+    f"precision {trainer.dtype or torch.float32}: {seconds / 30 * 1000:.0f} ms per update, "
+    f"{tokens / seconds:.0f} tokens/s"
 )
 with profile() as prof:
     for group in groups[40:50]:

@@ -13,7 +13,7 @@ import pytest
 from mt_cli.config import TokenizerConfig
 from mt_cli.files import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
-from mt_cli.tokenizer import Tokenizer, train_tokenizer
+from mt_cli.text.tokenizer import Tokenizer, train_tokenizer
 
 SMALL_VOCAB = 500
 SMALL_PAIRS = 3000
@@ -74,23 +74,36 @@ def tiny_config_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_data(data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
-    """Encoded tiny training data (tokenizers trained once per session)."""
-    from mt_cli.checkpoint import RunDir
+def tiny_corpus(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny recipe's splits and its two tokenizers (trained once per session)."""
     from mt_cli.config import load_config
-    from mt_cli.distributed import Distributed
-    from mt_cli.preparation import prepare_training_data
+    from mt_cli.data.prepare import load_training_splits
+    from mt_cli.text.tokenizer import prepare_tokenizers
 
     cfg = load_config(CONFIGS / "tiny.yaml", FAST_TRAINING)
-    run = RunDir(tmp_path_factory.mktemp("tiny-data"))
-    return prepare_training_data(cfg, run, Distributed(), log=lambda message: None)
+    corpus = load_training_splits(cfg, log=lambda message: None)
+    train, quiet = corpus["train"], lambda message: None
+    return corpus, *prepare_tokenizers(
+        cfg, tmp_path_factory.mktemp("tiny"), train["src"], train["tgt"], log=quiet
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tiny_corpus):
+    """The tiny recipe's training data as the trainer reads it."""
+    from mt_cli.config import load_config
+    from mt_cli.data.prepare import training_data
+
+    return training_data(
+        load_config(CONFIGS / "tiny.yaml", FAST_TRAINING), *tiny_corpus, log=lambda message: None
+    )
 
 
 @pytest.fixture(scope="session")
 def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run directory trained by `mt train` on the tiny recipe: tokenizers, checkpoints, scores."""
     from mt_cli.config import load_config
-    from mt_cli.training import train
+    from mt_cli.train.run import train
 
     run_dir = tmp_path_factory.mktemp("trained") / "run"
     overrides = [

@@ -13,18 +13,27 @@ from typer.testing import CliRunner
 
 from mt_cli.cli import app
 from mt_cli.config import ModelConfig
-from mt_cli.data import collate, pad_sources
-from mt_cli.decoding import greedy_search, max_output_lengths
-from mt_cli.model import build_model
-from mt_cli.textbook import TextbookTransformer, naive_greedy_batch, textbook_from
-from mt_cli.tokenizer import BOS_ID, EOS_ID
+from mt_cli.data.batch import collate, pad_sources
+from mt_cli.decode.search import greedy_search, max_output_lengths
+from mt_cli.model.transformer import build_model
+from mt_cli.specials import BOS_ID, EOS_ID
+from mt_cli.tools.textbook import TextbookTransformer, naive_greedy_batch, textbook_from
 
 SRC_VOCAB, TGT_VOCAB = 50, 40
 
 
 def config(**changes) -> ModelConfig:
-    base = dict(d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=3, dropout=0.1,
-                attention_dropout=0.1, activation_dropout=0.1, max_positions=64)  # fmt: skip
+    base = dict(
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        encoder_layers=2,
+        decoder_layers=3,
+        dropout=0.1,
+        attention_dropout=0.1,
+        activation_dropout=0.1,
+        max_positions=64,
+    )
     return ModelConfig(**{**base, **changes})
 
 
@@ -39,9 +48,14 @@ def batch(seed: int = 1, vocab: tuple[int, int] = (SRC_VOCAB, TGT_VOCAB)):
 
 @pytest.mark.parametrize(
     "changes",
-    [{}, {"norm_first": True}, {"activation": "gelu"}, {"tie_output": False},
-     {"share_embeddings": True, "norm_first": True}],
-)  # fmt: skip
+    [
+        {},
+        {"norm_first": True},
+        {"activation": "gelu"},
+        {"tie_output": False},
+        {"share_embeddings": True, "norm_first": True},
+    ],
+)
 def test_textbook_given_our_weights_computes_our_logits(changes: dict) -> None:
     cfg = config(**changes)
     vocab = (TGT_VOCAB, TGT_VOCAB) if cfg.share_embeddings else (SRC_VOCAB, TGT_VOCAB)
@@ -79,8 +93,12 @@ def test_textbook_dropout_rates_and_training_mode() -> None:
     theirs = textbook_from(ours, cfg).train()
     b = batch(seed=2)
     real = b.tgt_out != 0
-    torch.testing.assert_close(theirs(b.src, b.tgt_in)[real], ours(b.src, b.tgt_in, b.src_mask, b.tgt_mask)[real],
-                               atol=1e-5, rtol=1e-5)  # fmt: skip
+    torch.testing.assert_close(
+        theirs(b.src, b.tgt_in)[real],
+        ours(b.src, b.tgt_in, b.src_mask, b.tgt_mask)[real],
+        atol=1e-5,
+        rtol=1e-5,
+    )
 
 
 def test_naive_loop_on_the_textbook_model_equals_our_cached_greedy() -> None:
@@ -100,8 +118,25 @@ def test_naive_loop_on_the_textbook_model_equals_our_cached_greedy() -> None:
 
 def test_bench_command_on_the_tiny_recipe(data_dir: Path, tiny_config_path: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    args = ["bench", "--config", str(tiny_config_path), "--sentences", "24", "--repeats", "2", "--decode-repeats",
-            "1", "--batches", "2", "--beam", "3", "--device", "cpu", "--output", str(out)]  # fmt: skip
+    args = [
+        "bench",
+        "--config",
+        str(tiny_config_path),
+        "--sentences",
+        "24",
+        "--repeats",
+        "2",
+        "--decode-repeats",
+        "1",
+        "--batches",
+        "2",
+        "--beam",
+        "3",
+        "--device",
+        "cpu",
+        "--output",
+        str(out),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text(encoding="utf-8"))

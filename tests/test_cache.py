@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mt_cli.cache import DecoderCache, LayerCache
+from mt_cli.model.cache import DecoderCache, LayerCache
 
 
 def _cache(batch: int) -> DecoderCache:
@@ -36,7 +36,7 @@ def test_cache_select_moves_everything() -> None:
     cache = _cache(3)
     expand = torch.arange(3).repeat_interleave(2)
     new = cache.select(expand).select(torch.tensor([0, 3, 5]))
-    assert new.batch_size == 3 and new.src_mask.shape == (3, 1, 1, 5)
+    assert new.layers[0].self_k.shape[0] == 3 and new.src_mask.shape == (3, 1, 1, 5)
     for layer in new.layers:
         assert layer.self_k[:, 0, 0, 0].tolist() == [0, 1, 2]
         assert layer.cross_v[:, 0, 0, 0].tolist() == [300, 301, 302]
@@ -44,12 +44,12 @@ def test_cache_select_moves_everything() -> None:
 
 def test_cache_beams_share_cross_attention() -> None:
     cache = _cache(2).expand_beams(3)
-    assert cache.beams == 3 and cache.batch_size == 6
+    assert cache.beams == 3 and cache.layers[0].self_k.shape[0] == 6
     for layer in cache.layers:
         assert layer.self_k[:, 0, 0, 0].tolist() == [0, 0, 0, 1, 1, 1]
         assert layer.cross_k.shape[0] == 2  # one copy per source, not per beam
     kept = cache.select(torch.tensor([5, 3, 4]))  # source 1's beams, reordered
-    assert kept.batch_size == 3 and kept.src_mask.shape == (1, 1, 1, 5)
+    assert kept.layers[0].self_k.shape[0] == 3 and kept.src_mask.shape == (1, 1, 1, 5)
     for layer in kept.layers:
         assert layer.self_k[:, 0, 0, 0].tolist() == [1, 1, 1]
         assert layer.cross_v[:, 0, 0, 0].tolist() == [301]

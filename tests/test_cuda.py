@@ -14,13 +14,15 @@ from conftest import FAST_TRAINING
 
 from mt_cli.checkpoint import RunDir, load_checkpoint
 from mt_cli.config import ModelConfig, TrainConfig, load_config
-from mt_cli.data import collate, pad_sources
-from mt_cli.decoding import beam_search, greedy_search
-from mt_cli.device import amp_dtype, autocast
-from mt_cli.distributed import Distributed
-from mt_cli.model import build_model
-from mt_cli.optim import make_optimizer
-from mt_cli.training import Trainer, token_loss
+from mt_cli.data.batch import collate, pad_sources
+from mt_cli.data.prepare import training_data
+from mt_cli.decode.search import beam_search, greedy_search
+from mt_cli.model.loss import token_loss
+from mt_cli.model.transformer import build_model
+from mt_cli.runtime.device import amp_dtype, autocast
+from mt_cli.runtime.distributed import Distributed
+from mt_cli.train.optim import make_optimizer
+from mt_cli.train.trainer import Trainer
 
 pytestmark = [
     pytest.mark.cuda,
@@ -74,7 +76,7 @@ def test_amp_training_learns(dtype: torch.dtype) -> None:
 
 
 def test_fp16_training_goes_through_the_trainers_gradient_scaler(
-    tiny_config_path, tiny_data, tmp_path
+    tiny_config_path, tiny_corpus, tmp_path
 ) -> None:
     # The trainer's own update(): loss scaling, unscale before clipping, skipped non-finite steps.
     cfg = load_config(
@@ -82,7 +84,8 @@ def test_fp16_training_goes_through_the_trainers_gradient_scaler(
     )
     run = RunDir(tmp_path)
     torch.manual_seed(cfg.train.seed)
-    trainer = Trainer(cfg, run, tiny_data, Distributed(), log=lambda message: None)
+    data = training_data(cfg, *tiny_corpus, log=lambda message: None)
+    trainer = Trainer(cfg, run, data, Distributed(), log=lambda message: None)
     assert trainer.dtype == torch.float16 and trainer.scaler.is_enabled()
     initial_scale = trainer.scaler.get_scale()
     trainer.fit()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mt_cli import device
-from mt_cli.device import amp_dtype
 from mt_cli.errors import ConfigError
+from mt_cli.runtime import device
+from mt_cli.runtime.device import amp_dtype
 
 CPU = torch.device("cpu")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mt_cli import distributed
-from mt_cli.distributed import Distributed
 from mt_cli.errors import ConfigError
+from mt_cli.runtime import distributed
+from mt_cli.runtime.distributed import Distributed
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mt_cli.dropout import Dropout, TokenDropout
+from mt_cli.model.dropout import Dropout, TokenDropout
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3])

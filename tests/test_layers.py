@@ -12,7 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from mt_cli.layers import (
+from mt_cli.config import ModelConfig
+from mt_cli.model.layers import (
     CrossAttention,
     DecoderLayer,
     EncoderLayer,
@@ -24,11 +25,14 @@ from mt_cli.layers import (
 D, H, FF = 32, 4, 64
 
 
-def _layer_kwargs(norm_first: bool, activation: str = "relu") -> dict:
-    return dict(
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
+def _layer_config(norm_first: bool, activation: str = "relu", dropout: float = 0.0) -> ModelConfig:
+    return ModelConfig(
+        d_model=D,
+        n_heads=H,
+        d_ff=FF,
+        dropout=dropout,
+        attention_dropout=dropout,
+        activation_dropout=dropout,
         activation=activation,
         norm_first=norm_first,
     )
@@ -56,7 +60,7 @@ def test_encoder_layer_matches_torch(norm_first: bool, activation: str) -> None:
     ref = nn.TransformerEncoderLayer(
         D, H, FF, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
     )
-    ours = EncoderLayer(D, H, FF, **_layer_kwargs(norm_first, activation))
+    ours = EncoderLayer(_layer_config(norm_first, activation))
     _copy_common(ours, ref, norms=2)
     x = torch.randn(3, 7, D)
     keep = _lengths_to_keep([7, 4, 1], 7)  # (B, S)
@@ -69,7 +73,7 @@ def test_encoder_layer_matches_torch(norm_first: bool, activation: str) -> None:
 def test_decoder_layer_matches_torch(norm_first: bool) -> None:
     torch.manual_seed(0)
     ref = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
-    ours = DecoderLayer(D, H, FF, **_layer_kwargs(norm_first))
+    ours = DecoderLayer(_layer_config(norm_first))
     _copy_common(ours, ref, norms=3)
     ours.cross_attn.q.weight.data.copy_(ref.multihead_attn.in_proj_weight[:D])
     ours.cross_attn.q.bias.data.copy_(ref.multihead_attn.in_proj_bias[:D])
@@ -150,16 +154,7 @@ def test_feed_forward_rejects_unknown_activation() -> None:
 
 def test_dropout_only_in_training() -> None:
     torch.manual_seed(0)
-    layer = EncoderLayer(
-        D,
-        H,
-        FF,
-        dropout=0.5,
-        attention_dropout=0.5,
-        activation_dropout=0.5,
-        activation="relu",
-        norm_first=False,
-    )
+    layer = EncoderLayer(_layer_config(norm_first=False, dropout=0.5))
     x, mask = torch.randn(2, 5, D), torch.ones(2, 1, 1, 5, dtype=torch.bool)
     layer.train()
     assert not torch.allclose(layer(x, mask), layer(x, mask))

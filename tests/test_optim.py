@@ -11,7 +11,7 @@ from conftest import CONFIGS
 
 from mt_cli.config import TrainConfig, load_config
 from mt_cli.errors import ConfigError
-from mt_cli.optim import decay_horizon, learning_rate, make_optimizer, parameter_groups
+from mt_cli.train.optim import decay_horizon, learning_rate, make_optimizer, parameter_groups
 
 TINY = CONFIGS / "tiny.yaml"
 

@@ -12,7 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.plots import piece_label, plot_attention, read_metrics
+from mt_cli.tools.plots import piece_label, plot_attention, read_metrics
 
 runner = CliRunner()
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -70,8 +70,17 @@ def test_piece_labels() -> None:
 
 def write_metrics(run: Path) -> None:
     run.mkdir(parents=True, exist_ok=True)
-    events = [{"event": "train", "step": s, "loss": 6.0 - s / 50, "lr": s * 1e-5, "tokens_per_s": 1000.0 + s,
-               "grad_norm": 1.0} for s in range(10, 110, 10)]  # fmt: skip
+    events = [
+        {
+            "event": "train",
+            "step": s,
+            "loss": 6.0 - s / 50,
+            "lr": s * 1e-5,
+            "tokens_per_s": 1000.0 + s,
+            "grad_norm": 1.0,
+        }
+        for s in range(10, 110, 10)
+    ]
     events += [
         {"event": "val", "step": s, "loss": 5.0 - s / 100, "bleu": s / 10, "chrf": s / 5} for s in (50, 100)
     ]
@@ -115,15 +124,28 @@ def test_plot_without_training_metrics_is_one_error_line(tmp_path: Path, content
 
 
 def test_matplotlib_is_imported_only_for_figures() -> None:
-    code = ("import sys, mt_cli.cli, mt_cli.translator, mt_cli.plots, mt_cli.bench; "
-            "assert 'matplotlib' not in sys.modules, 'matplotlib imported at module level'")  # fmt: skip
+    code = (
+        "import sys, mt_cli.cli, mt_cli.decode.translator, mt_cli.tools.plots, mt_cli.tools.bench; "
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported at module level'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_translate_attention_writes_a_png(trained_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "attention.png"
-    result = runner.invoke(app, ["translate", "Der Hund läuft über die Straße.", "--run", str(trained_run),
-                                 "--beam", "1", "--attention", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "translate",
+            "Der Hund läuft über die Straße.",
+            "--run",
+            str(trained_run),
+            "--beam",
+            "1",
+            "--attention",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout.strip()
     width, height = png_size(out)

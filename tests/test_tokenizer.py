@@ -9,7 +9,7 @@ import pytest
 
 from mt_cli.config import Config, DataConfig, TokenizerConfig
 from mt_cli.errors import CheckpointError
-from mt_cli.tokenizer import (
+from mt_cli.text.tokenizer import (
     BOS_ID,
     EOS_ID,
     PAD_ID,
@@ -162,7 +162,7 @@ def test_stats(tiny: Tokenizer) -> None:
 
 
 def test_round_trip_on_multi30k(small_tokenizers: tuple[Tokenizer, Tokenizer], data_dir: Path) -> None:
-    from mt_cli.corpus import load_corpus
+    from mt_cli.data.corpus import load_corpus
 
     val = load_corpus(DataConfig(dir=str(data_dir)), ["val"])["val"]
     for tok, column in zip(small_tokenizers, ("src", "tgt"), strict=True):
@@ -176,5 +176,5 @@ def test_round_trip_on_multi30k(small_tokenizers: tuple[Tokenizer, Tokenizer], d
 
 
 def test_import_is_light() -> None:
-    code = "import sys, mt_cli.tokenizer; assert not {'datasets', 'torch'} & set(sys.modules), sorted(sys.modules)"
+    code = "import sys, mt_cli.text.tokenizer; assert not {'datasets', 'torch'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)

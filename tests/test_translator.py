@@ -13,14 +13,19 @@ import torch
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.data import pad_sources
-from mt_cli.translator import Translator
+from mt_cli.data.batch import pad_sources
+from mt_cli.decode.translator import Translator
 
 runner = CliRunner()
 
 
 def invoke(*args: str, stdin: str | bytes | None = None):
     return runner.invoke(app, list(args), input=stdin)
+
+
+def eval_files(run: Path, src: Path, ref: Path, *options: str):
+    """`mt eval` of a source file against its references."""
+    return invoke("eval", "--run", str(run), "--src", str(src), "--ref", str(ref), *options)
 
 
 def one_error_line(result) -> str:
@@ -70,7 +75,7 @@ def test_bf16_decoding_is_close_to_fp32(trained_run: Path) -> None:
         copy.deepcopy(fp32.model),
         fp32.src_tok,
         fp32.tgt_tok,
-        fp32.config,
+        fp32.card,
         torch.device("cpu"),
         torch.bfloat16,
     )
@@ -119,8 +124,18 @@ def test_n_best_output(trained_run: Path) -> None:
 def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
     scores = {}
     for alpha in ("0", "2"):
-        result = invoke("translate", SENTENCES[1], "--run", str(trained_run), "--beam", "3", "--n-best", "3",
-                        "--length-penalty", alpha)  # fmt: skip
+        result = invoke(
+            "translate",
+            SENTENCES[1],
+            "--run",
+            str(trained_run),
+            "--beam",
+            "3",
+            "--n-best",
+            "3",
+            "--length-penalty",
+            alpha,
+        )
         assert result.exit_code == 0, result.output
         scores[alpha] = {
             row.split(" ||| ")[1]: float(row.split(" ||| ")[2]) for row in result.stdout.splitlines()
@@ -134,8 +149,7 @@ def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
     src, ref = tmp_path / "src.de", tmp_path / "ref.en"
     src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     ref.write_text("A man rides a bike.\n" * len(SENTENCES), encoding="utf-8")
-    result = invoke("eval", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--beam", "2",
-                    "--length-penalty", "0.5", "--json")  # fmt: skip
+    result = eval_files(trained_run, src, ref, "--beam", "2", "--length-penalty", "0.5", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["length_penalty"] == 0.5
 
@@ -170,19 +184,7 @@ def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: 
     src.write_text("\n".join(read_lines(data_dir / "val.de.gz")[:40]) + "\n", encoding="utf-8")
     ref.write_text("\n".join(refs[:40]) + "\n", encoding="utf-8")
     subset = tmp_path / "subset.en"
-    text = invoke(
-        "eval",
-        "--run",
-        str(trained_run),
-        "--src",
-        str(src),
-        "--ref",
-        str(ref),
-        "--beam",
-        "1",
-        "-o",
-        str(subset),
-    )
+    text = eval_files(trained_run, src, ref, "--beam", "1", "-o", str(subset))
     assert text.exit_code == 0
     expected = sacrebleu.corpus_bleu(subset.read_text(encoding="utf-8").splitlines(), [refs[:40]]).score
     assert f"BLEU = {expected:.2f}" in text.stdout
@@ -264,3 +266,23 @@ def test_train_writes_the_run_directory(trained_run: Path) -> None:
         best[-1]["bleu"] == max(bleus)
         and best[-1]["step"] == load_checkpoint(trained_run / "checkpoints" / "best.pt")["step"]
     )
+
+
+@pytest.mark.parametrize("with_card", [True, False])
+def test_a_run_translates_from_its_card_whatever_its_training_section_says(
+    trained_run: Path, tmp_path: Path, with_card: bool
+) -> None:
+    # A training section this version would reject (a key renamed, a rule tightened) must not
+    # stop a trained model from translating; checkpoints older than the card carry only the recipe.
+    from mt_cli.checkpoint import load_checkpoint, save_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    best = run / "checkpoints" / "best.pt"
+    payload = load_checkpoint(best)
+    payload["config"]["train"] = {"lr": -1.0, "a_key_from_the_future": True}
+    if not with_card:
+        del payload["card"]
+    save_checkpoint(payload, best)
+    expected = Translator.from_run(trained_run, amp="off").translate_text(SENTENCES, beam_size=2)
+    assert Translator.from_run(run, amp="off").translate_text(SENTENCES, beam_size=2) == expected

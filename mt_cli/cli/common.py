@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -29,6 +29,12 @@ DEFAULT_RECIPE = "multi30k"
 DEFAULT_RUN = Path(Config().run_dir)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what shell tools report when `| head` stops reading
 F = TypeVar("F", bound=Callable)
+
+
+def option(kind: Any, *names: str, help: str, **settings: Any) -> Any:
+    """The annotation of a command option, on one line: Typer reads the option from it."""
+    return Annotated[kind, typer.Option(*names, help=help, **settings)]
+
 
 ConfigOption = Annotated[
     str,

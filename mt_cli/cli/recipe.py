@@ -25,10 +25,10 @@ def prepare(
     config: ConfigOption = DEFAULT_RECIPE, overrides: SetOption = None, run: OptionalRunOption = None
 ) -> None:
     """Load the corpus and train (or reuse) both tokenizers; report sizes and coverage."""
-    from mt_cli.preparation import describe_preparation
+    from mt_cli.train.run import prepare as prepare_run
 
     cfg = load_config(config, overrides or [])
-    for line in describe_preparation(cfg, run or Path(cfg.run_dir), log=log):
+    for line in prepare_run(cfg, run or Path(cfg.run_dir), log=log):
         typer.echo(line)
 
 
@@ -48,8 +48,8 @@ def train(
 
     Logs go to stderr and RUN/train.log; the closing scores to stdout and RUN/test.json.
     """
-    from mt_cli.training import Interrupted
-    from mt_cli.training import train as run_training
+    from mt_cli.train.run import train as run_training
+    from mt_cli.train.trainer import Interrupted
 
     overrides = list(overrides or []) + ([f"train.device={device}"] if device is not None else [])
     cfg = (

@@ -18,6 +18,7 @@ from mt_cli.cli.common import (
     RunOption,
     SetOption,
     log,
+    option,
     run_from,
     user_errors,
 )
@@ -27,20 +28,34 @@ from mt_cli.files import check_output_path
 RunArgument = Annotated[
     Path | None, typer.Argument(help="Run directory (the same as --run).", show_default=False)
 ]
+LastOption = option(int, min=2, help="Average the N most recent validation checkpoints.")
+FilesOption = option(list[Path] | None, "--file", "-f", help="Average these checkpoint files instead.")
+AverageOption = option(
+    Path | None, "--output", "-o", help="Where to write it (default: RUN/checkpoints/average.pt)."
+)
+BenchRunOption = option(
+    Path | None,
+    "--run",
+    "-r",
+    "--run-dir",
+    help="Measure this trained run (default: the config's model, random weights).",
+)
+SentencesOption = option(int | None, min=1, help="Translate the first N test2016 sentences (default: all).")
+RepeatsOption = option(int, min=1, help="Timed repeats of the training batches.")
+DecodeRepeatsOption = option(int, min=1, help="Timed repeats of the translation pass.")
+BatchesOption = option(int, min=1, help="Training batches (train.max_tokens each) per timed repeat.")
+BenchBeamOption = option(int, min=2, help="Beam size of the beam-search row.")
+ReportOption = option(Path | None, "--output", "-o", help="Also write the report to this JSON file.")
+PlotOption = option(Path | None, "--output", "-o", help="PNG to write (default: RUN/curves.png).")
 
 
 @user_errors
 def average(
     run_argument: RunArgument = None,
     run: RunOption = DEFAULT_RUN,
-    last: Annotated[int, typer.Option(min=2, help="Average the N most recent validation checkpoints.")] = 5,
-    files: Annotated[
-        list[Path] | None, typer.Option("--file", "-f", help="Average these checkpoint files instead.")
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Where to write it (default: RUN/checkpoints/average.pt)."),
-    ] = None,
+    last: LastOption = 5,
+    files: FilesOption = None,
+    output: AverageOption = None,
 ) -> None:
     """Average checkpoint parameters into a new checkpoint (use it with --checkpoint average)."""
     from mt_cli.checkpoint import RunDir, average_checkpoints
@@ -64,65 +79,34 @@ def average(
 def bench(
     config: ConfigOption = DEFAULT_RECIPE,
     overrides: SetOption = None,
-    run: Annotated[
-        Path | None,
-        typer.Option(
-            "--run",
-            "-r",
-            "--run-dir",
-            help="Measure this trained run (default: the config's model, random weights).",
-        ),
-    ] = None,
+    run: BenchRunOption = None,
     checkpoint: CheckpointOption = None,
-    sentences: Annotated[
-        int | None, typer.Option(min=1, help="Translate the first N test2016 sentences (default: all).")
-    ] = None,
-    repeats: Annotated[int, typer.Option(min=1, help="Timed repeats of the training batches.")] = 5,
-    decode_repeats: Annotated[int, typer.Option(min=1, help="Timed repeats of the translation pass.")] = 3,
-    batches: Annotated[
-        int, typer.Option(min=1, help="Training batches (train.max_tokens each) per timed repeat.")
-    ] = 8,
-    beam: Annotated[int, typer.Option(min=2, help="Beam size of the beam-search row.")] = 5,
+    sentences: SentencesOption = None,
+    repeats: RepeatsOption = 5,
+    decode_repeats: DecodeRepeatsOption = 3,
+    batches: BatchesOption = 8,
+    beam: BenchBeamOption = 5,
     device: DeviceOption = "auto",
     as_json: JsonOption = False,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Also write the report to this JSON file.")
-    ] = None,
+    output: ReportOption = None,
 ) -> None:
     """Measure training and translation speed and memory against a textbook nn.Transformer."""
-    from mt_cli.bench import format_report, run_bench
     from mt_cli.files import write_json
+    from mt_cli.tools.bench import BenchPlan, format_report, run_bench
 
     if output is not None:
         check_output_path(output, "--output")
-    report = run_bench(
-        config,
-        overrides or [],
-        run,
-        checkpoint,
-        device,
-        sentences,
-        repeats,
-        decode_repeats,
-        batches,
-        beam,
-        log=log,
-    )
+    plan = BenchPlan(sentences, repeats, decode_repeats, batches, beam)
+    report = run_bench(config, overrides or [], run, checkpoint, device, plan, log=log)
     if output is not None:
         write_json(report, output)
     typer.echo(json.dumps(report, indent=2) if as_json else "\n".join(format_report(report)))
 
 
 @user_errors
-def plot(
-    run_argument: RunArgument = None,
-    run: RunOption = DEFAULT_RUN,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="PNG to write (default: RUN/curves.png).")
-    ] = None,
-) -> None:
+def plot(run_argument: RunArgument = None, run: RunOption = DEFAULT_RUN, output: PlotOption = None) -> None:
     """Plot training curves (loss, validation BLEU, learning rate, throughput) into one PNG."""
-    from mt_cli.plots import plot_curves
+    from mt_cli.tools.plots import plot_curves
 
     if output is not None:
         check_output_path(output, "--output")

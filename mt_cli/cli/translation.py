@@ -18,6 +18,7 @@ from mt_cli.cli.common import (
     JsonOption,
     LengthPenaltyOption,
     RunOption,
+    option,
     user_errors,
     warn,
 )
@@ -25,33 +26,36 @@ from mt_cli.errors import InputError, RunFailure
 from mt_cli.files import AtomicTextOutput, check_input_file, check_output_path
 
 if TYPE_CHECKING:
-    from mt_cli.translator import Translator
+    from mt_cli.decode.translator import Translator
 
-OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write translations to this file.")]
+TextArgument = Annotated[
+    str | None, typer.Argument(help="Text to translate (default: stdin, a sentence a line).")
+]
+NBestOption = option(int, min=1, help="Print the N best hypotheses per line (Moses n-best format).")
+InputOption = option(Path | None, "--input", "-i", help="Read sentences from this file.")
+OutputOption = option(Path | None, "--output", "-o", help="Write translations to this file.")
+BufferOption = option(int, min=1, help="Lines read and decoded together from a pipe or file (a terminal: 1).")
+AttentionOption = option(Path | None, help="Save a cross-attention heatmap (PNG) of the first line.")
+BleuOption = option(bool, "--bleu/--no-bleu", help="Report sacreBLEU (default); --no-bleu: chrF only.")
+SplitOption = option(str, help="Split to score: val, test2016, test2017, mscoco2017, test2018.")
+SourceOption = option(Path | None, help="Score on this source file instead of a split (needs --ref).")
+RefOption = option(Path | None, help="Reference translations for --src or --hyp.")
+HypOption = option(Path | None, help="Score this file of translations against --ref; no model is loaded.")
+HypothesesOption = option(Path | None, "--output", "-o", help="Write the hypotheses to this file.")
 
 
 @user_errors
 def translate(
-    text: Annotated[
-        str | None, typer.Argument(help="Text to translate (default: stdin, one sentence per line).")
-    ] = None,
+    text: TextArgument = None,
     run: RunOption = DEFAULT_RUN,
     checkpoint: CheckpointOption = None,
     beam: BeamOption = None,
     length_penalty: LengthPenaltyOption = None,
-    n_best: Annotated[
-        int, typer.Option(min=1, help="Print the N best hypotheses per line (Moses n-best format).")
-    ] = 1,
-    input_file: Annotated[
-        Path | None, typer.Option("--input", "-i", help="Read sentences from this file.")
-    ] = None,
+    n_best: NBestOption = 1,
+    input_file: InputOption = None,
     output_file: OutputOption = None,
-    buffer_size: Annotated[
-        int, typer.Option(min=1, help="Lines read and decoded together from a pipe or file (a terminal: 1).")
-    ] = 1000,
-    attention: Annotated[
-        Path | None, typer.Option(help="Save a cross-attention heatmap (PNG) of the first line.")
-    ] = None,
+    buffer_size: BufferOption = 1000,
+    attention: AttentionOption = None,
     device: DeviceOption = "auto",
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
@@ -60,20 +64,11 @@ def translate(
     """
     from tqdm import tqdm
 
-    from mt_cli.translator import Translator
+    from mt_cli.decode.translator import Translator
 
-    if text is not None and input_file is not None:
-        raise InputError("give either a text argument or --input, not both")
-    if input_file is not None:
-        check_input_file(input_file, "--input")
-        if output_file is not None and output_file.resolve() == input_file.resolve():
-            raise InputError(f"--output {output_file} is the --input file; write the translations elsewhere")
-    if attention is not None:
-        check_output_path(attention, "--attention")
-    if output_file is not None:
-        check_output_path(output_file, "--output")
+    _check_paths(text, input_file, output_file, attention)
     translator = Translator.from_run(run, checkpoint, device).with_length_penalty(length_penalty)
-    beam_size = translator.config.decode.beam_size if beam is None else beam
+    beam_size = translator.card.decode.beam_size if beam is None else beam
     if n_best > beam_size:
         raise InputError(f"--n-best {n_best} cannot exceed the beam size {beam_size}")
 
@@ -93,6 +88,22 @@ def translate(
     finally:
         if output is not None:
             output.discard()
+
+
+def _check_paths(
+    text: str | None, input_file: Path | None, output_file: Path | None, attention: Path | None
+) -> None:
+    """Every path of ``mt translate``, before the run is loaded or a line is read."""
+    if text is not None and input_file is not None:
+        raise InputError("give either a text argument or --input, not both")
+    if input_file is not None:
+        check_input_file(input_file, "--input")
+        if output_file is not None and output_file.resolve() == input_file.resolve():
+            raise InputError(f"--output {output_file} is the --input file; write the translations elsewhere")
+    if attention is not None:
+        check_output_path(attention, "--attention")
+    if output_file is not None:
+        check_output_path(output_file, "--output")
 
 
 def _write(sink: TextIO | AtomicTextOutput, lines: list[str], output_file: Path | None) -> None:
@@ -120,7 +131,7 @@ def _input_chunks(
 
 
 def _plot_attention(translator: Translator, line: str, tokens: list[int], path: Path) -> None:
-    from mt_cli.plots import plot_attention
+    from mt_cli.tools.plots import plot_attention
 
     plot_attention(*translator.attention(line, tokens), path)
     warn(f"attention heatmap written to {path}")
@@ -128,31 +139,21 @@ def _plot_attention(translator: Translator, line: str, tokens: list[int], path: 
 
 @user_errors
 def evaluate(
-    bleu: Annotated[
-        bool, typer.Option("--bleu/--no-bleu", help="Report sacreBLEU (default); --no-bleu: chrF only.")
-    ] = True,
+    bleu: BleuOption = True,
     run: RunOption = DEFAULT_RUN,
-    split: Annotated[
-        str, typer.Option(help="Split to score: val, test2016, test2017, mscoco2017, test2018.")
-    ] = "test2016",
-    src: Annotated[
-        Path | None, typer.Option(help="Score on this source file instead of a split (needs --ref).")
-    ] = None,
-    ref: Annotated[Path | None, typer.Option(help="Reference translations for --src or --hyp.")] = None,
-    hyp: Annotated[
-        Path | None, typer.Option(help="Score this file of translations against --ref; no model is loaded.")
-    ] = None,
+    split: SplitOption = "test2016",
+    src: SourceOption = None,
+    ref: RefOption = None,
+    hyp: HypOption = None,
     beam: BeamOption = None,
     length_penalty: LengthPenaltyOption = None,
     checkpoint: CheckpointOption = None,
     device: DeviceOption = "auto",
     as_json: JsonOption = False,
-    output_file: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the hypotheses to this file.")
-    ] = None,
+    output_file: HypothesesOption = None,
 ) -> None:
-    """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a trained run on a split or files, or --hyp."""
-    from mt_cli.evaluation import evaluate_run, score_files
+    """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a run on a split or files, or --hyp."""
+    from mt_cli.decode.evaluate import evaluate_run, score_files
 
     if hyp is not None:
         if ref is None or src is not None:

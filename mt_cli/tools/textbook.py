@@ -41,8 +41,8 @@ import torch
 from torch import Tensor, nn
 
 from mt_cli.config import ModelConfig
-from mt_cli.model import Transformer
-from mt_cli.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from mt_cli.model.transformer import Transformer
+from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 
 
 class TextbookTransformer(nn.Module):
@@ -64,10 +64,16 @@ class TextbookTransformer(nn.Module):
         with warnings.catch_warnings():  # "enable_nested_tensor is True, but ... norm_first was True"
             warnings.simplefilter("ignore", UserWarning)
             self.transformer = nn.Transformer(
-                d_model=d, nhead=cfg.n_heads, num_encoder_layers=cfg.encoder_layers,
-                num_decoder_layers=cfg.decoder_layers, dim_feedforward=cfg.d_ff, dropout=cfg.dropout,
-                activation=cfg.activation, batch_first=True, norm_first=cfg.norm_first,
-            )  # fmt: skip
+                d_model=d,
+                nhead=cfg.n_heads,
+                num_encoder_layers=cfg.encoder_layers,
+                num_decoder_layers=cfg.decoder_layers,
+                dim_feedforward=cfg.d_ff,
+                dropout=cfg.dropout,
+                activation=cfg.activation,
+                batch_first=True,
+                norm_first=cfg.norm_first,
+            )
         if not cfg.norm_first:
             self.transformer.encoder.norm = None
             self.transformer.decoder.norm = None
@@ -100,9 +106,13 @@ class TextbookTransformer(nn.Module):
         causal = torch.ones(length, length, dtype=torch.bool, device=tgt_in.device).triu(1)
         with _fast_path_guard():
             return self.transformer.decoder(
-                self._embed(self.tgt_embed, tgt_in), memory, tgt_mask=causal, tgt_key_padding_mask=tgt_in == PAD_ID,
-                memory_key_padding_mask=src_pad, tgt_is_causal=True,
-            )  # fmt: skip
+                self._embed(self.tgt_embed, tgt_in),
+                memory,
+                tgt_mask=causal,
+                tgt_key_padding_mask=tgt_in == PAD_ID,
+                memory_key_padding_mask=src_pad,
+                tgt_is_causal=True,
+            )
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, V); the masks come from the pad ids."""
@@ -124,8 +134,10 @@ class TextbookTransformer(nn.Module):
         yield self.src_embed.weight, ours.src_embed.weight
         yield self.tgt_embed.weight, ours.tgt_embed.weight
         yield self.output.weight, ours.output.weight
-        stacks = [(self.transformer.encoder, ours.encoder, ours.encoder_norm),
-                  (self.transformer.decoder, ours.decoder, ours.decoder_norm)]  # fmt: skip
+        stacks = [
+            (self.transformer.encoder, ours.encoder, ours.encoder_norm),
+            (self.transformer.decoder, ours.decoder, ours.decoder_norm),
+        ]
         for theirs, mine, final_norm in stacks:
             if theirs.norm is not None:
                 yield from _same_names(theirs.norm, final_norm, "weight", "bias")

@@ -14,10 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mt_cli.cache import DecoderCache
 from mt_cli.config import ModelConfig
-from mt_cli.errors import ConfigError
-from mt_cli.model import Transformer, build_model, count_parameters
+from mt_cli.model.cache import DecoderCache
+from mt_cli.model.transformer import Transformer, build_model, count_parameters
 
 PAD, BOS, EOS = 0, 2, 3
 TINY = ModelConfig(
@@ -119,7 +118,7 @@ def test_cache_reorder_and_select_for_beams(grouped: bool) -> None:
         cache = model.start_cache(memory, src_mask(src))
         if grouped:
             cache = cache.expand_beams(beams)
-            assert cache.layers[0].cross_k.shape[0] == 2 and cache.batch_size == 2 * beams
+            assert cache.layers[0].cross_k.shape[0] == 2 and cache.layers[0].self_k.shape[0] == 2 * beams
         else:
             cache = cache.select(torch.arange(2).repeat_interleave(beams))
         _, cache = step_all(model, cache, hyps[:, :steps_before])
@@ -309,13 +308,11 @@ def test_learns_to_reverse() -> None:
     assert accuracy > 0.99, accuracy
 
 
-def test_build_model_rejects_inconsistent_settings() -> None:
-    with pytest.raises(ConfigError, match="share_embeddings"):
-        build_model(dataclasses.replace(TINY, share_embeddings=True), 50, 40)
-    with pytest.raises(ConfigError, match="n_heads"):
-        build_model(dataclasses.replace(TINY, d_model=30, n_heads=4), 50, 40)
+def test_build_model_wires_the_config() -> None:
     model = build_model(TINY, 50, 40)
-    assert (model.src_vocab_size, model.tgt_vocab_size, model.max_positions, model.pad_id) == (50, 40, 64, 0)
+    assert (model.src_vocab_size, model.tgt_vocab_size, model.max_positions) == (50, 40, 64)
+    assert len(model.encoder) == TINY.encoder_layers and len(model.decoder) == TINY.decoder_layers
+    assert model.output.weight is model.tgt_embed.weight and model.tgt_embed.embedding_dim == TINY.d_model
 
 
 def test_token_dropout_changes_training_logits_only() -> None:

@@ -1,4 +1,4 @@
-"""A loaded run (config + tokenizers + weights) that turns source lines into target lines.
+"""A trained model (its card, tokenizers and weights) that turns source lines into target lines.
 
 Lines are sorted by length into token-budget batches (little padding, big batches), decoded,
 and put back in input order. An empty line gives an empty line; a line longer than the
@@ -14,39 +14,15 @@ from pathlib import Path
 
 import torch
 
-from mt_cli.checkpoint import RunDir, checkpoint_config, load_checkpoint
-from mt_cli.config import Config
-from mt_cli.data import pad_sources, source_ids
-from mt_cli.decoding import Hypothesis, beam_search, cross_attention, greedy_search
-from mt_cli.device import amp_dtype, autocast, resolve_device
+from mt_cli.checkpoint import RunDir, checkpoint_card, load_checkpoint
+from mt_cli.config import ModelCard
+from mt_cli.data.batch import pad_sources, source_ids
+from mt_cli.data.sampler import fill_batches
+from mt_cli.decode.search import Hypothesis, beam_search, cross_attention, greedy_search
 from mt_cli.errors import CheckpointError
-from mt_cli.model import Transformer, build_model
-from mt_cli.tokenizer import Tokenizer, load_tokenizers
-
-
-def resolve_checkpoint(run: RunDir, checkpoint: str | None) -> Path:
-    """``None`` means best.pt; a bare name like ``last`` or ``step0001000`` is looked up in the run.
-
-    A checkpoint that is not there is a CheckpointError that lists the ones that are.
-    """
-    if checkpoint is None:
-        path = run.best
-    elif (
-        Path(checkpoint).exists() or Path(checkpoint).suffix == ".pt" and Path(checkpoint).parent != Path(".")
-    ):
-        return Path(checkpoint)
-    else:
-        path = run.checkpoints / (checkpoint if checkpoint.endswith(".pt") else f"{checkpoint}.pt")
-    if not path.exists():
-        names = ", ".join(p.stem for p in sorted(run.checkpoints.glob("*.pt"))) or "none"
-        if checkpoint is not None:
-            hint = "; give one of those names or a checkpoint file"
-        elif run.last.exists():
-            hint = f"; use --checkpoint last, or resume with `mt train --run {run.root} --resume`"
-        else:
-            hint = f"; train it with `mt train --run {run.root}`"
-        raise CheckpointError(f"{path} does not exist (checkpoints in {run.checkpoints}: {names}){hint}")
-    return path
+from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
+from mt_cli.text.tokenizer import Tokenizer
 
 
 @dataclass
@@ -54,7 +30,7 @@ class Translator:
     model: Transformer
     src_tok: Tokenizer
     tgt_tok: Tokenizer
-    config: Config
+    card: ModelCard
     device: torch.device
     dtype: torch.dtype | None  # autocast dtype; None = fp32
 
@@ -65,14 +41,15 @@ class Translator:
         run = RunDir(Path(run_dir))
         if not run.root.is_dir():
             raise CheckpointError(
-                f"run directory {run.root} does not exist; train one with `mt train --config configs/multi30k.yaml`"
+                f"run directory {run.root} does not exist; train one with `mt train --run {run.root}`"
             )
-        path = resolve_checkpoint(run, checkpoint)
+        path = run.find_checkpoint(checkpoint)
         payload = load_checkpoint(path)
-        config = checkpoint_config(payload, path)
-        src_tok, tgt_tok = load_tokenizers(run.root, config.data.src_lang, config.data.tgt_lang)
+        card = checkpoint_card(payload, path)
+        src_tok = Tokenizer.load(run.root / card.src_tokenizer, card.data.src_lang)
+        tgt_tok = Tokenizer.load(run.root / card.tgt_tokenizer, card.data.tgt_lang)
         target = resolve_device(device)
-        model = build_model(config.model, src_tok.vocab_size, tgt_tok.vocab_size)
+        model = build_model(card.model, src_tok.vocab_size, tgt_tok.vocab_size)
         try:
             model.load_state_dict(payload["model"])
         except RuntimeError as err:
@@ -80,7 +57,7 @@ class Translator:
                 f"{path} does not match the tokenizers in {run.root} (vocabularies "
                 f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
             ) from None
-        return cls.for_inference(model, src_tok, tgt_tok, config, target, amp_dtype(target, amp))
+        return cls.for_inference(model, src_tok, tgt_tok, card, target, amp_dtype(target, amp))
 
     @classmethod
     def for_inference(
@@ -88,7 +65,7 @@ class Translator:
         model: Transformer,
         src_tok: Tokenizer,
         tgt_tok: Tokenizer,
-        config: Config,
+        card: ModelCard,
         device: torch.device,
         dtype: torch.dtype | None,
     ) -> Translator:
@@ -101,14 +78,14 @@ class Translator:
         model.to(device).eval()
         if dtype is not None:
             model.to(dtype=dtype)
-        return cls(model, src_tok, tgt_tok, config, device, dtype)
+        return cls(model, src_tok, tgt_tok, card, device, dtype)
 
     def with_length_penalty(self, alpha: float | None) -> Translator:
-        """This translator with ``decode.length_penalty`` set to ``alpha`` (None: the recipe's)."""
+        """This translator with ``decode.length_penalty`` set to ``alpha`` (None: the card's)."""
         if alpha is None:
             return self
-        decode = dataclasses.replace(self.config.decode, length_penalty=alpha)
-        return dataclasses.replace(self, config=dataclasses.replace(self.config, decode=decode))
+        decode = dataclasses.replace(self.card.decode, length_penalty=alpha)
+        return dataclasses.replace(self, card=dataclasses.replace(self.card, decode=decode))
 
     def encode_sources(
         self, lines: Sequence[str], warn: Callable[[str], None], first_line: int = 1
@@ -120,23 +97,18 @@ class Translator:
         for number, ids in enumerate(encoded, start=first_line):
             if len(ids) > limit:
                 warn(
-                    f"line {number}: {len(ids)} source pieces exceed the model's limit of {limit}; the rest is dropped"
+                    f"line {number}: {len(ids)} source pieces exceed the model's limit of {limit}; "
+                    "the rest is dropped"
                 )
                 del ids[limit:]
         return [source_ids(ids) for ids in encoded]
 
     def batches(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
-        """Indices of non-empty sources, sorted by length, grouped under the token budget."""
+        """Indices of non-empty sources, sorted by length, packed under ``decode.max_tokens``
+        (source tokens times beams)."""
         order = sorted((i for i, ids in enumerate(sources) if len(ids) > 1), key=lambda i: len(sources[i]))
-        budget = self.config.decode.max_tokens
-        groups: list[list[int]] = []
-        for index in order:
-            longest = len(sources[index])  # sorted ascending: the newcomer is the longest
-            if groups and (len(groups[-1]) + 1) * longest * beam_size <= budget:
-                groups[-1].append(index)
-            else:
-                groups.append([index])
-        return groups
+        widths = [len(ids) * beam_size for ids in sources]
+        return fill_batches(order, (widths,), self.card.decode.max_tokens)
 
     def translate(
         self,
@@ -152,10 +124,10 @@ class Translator:
         ``progress(n)`` is called as lines are done (empty lines first, then each batch);
         ``first_line`` numbers the lines in warnings (for input that arrives in chunks).
         """
-        beam = self.config.decode.beam_size if beam_size is None else beam_size
+        beam = self.card.decode.beam_size if beam_size is None else beam_size
         sources = self.encode_sources(lines, warn, first_line)
         results: list[list[Hypothesis]] = [[Hypothesis([], 0.0)] for _ in sources]
-        dec = self.config.decode
+        dec = self.card.decode
         groups = self.batches(sources, beam)
         progress(len(sources) - sum(map(len, groups)))
         for group in groups:

@@ -45,11 +45,6 @@ class DecoderCache:
     length: int
     beams: int = 1
 
-    @property
-    def batch_size(self) -> int:
-        """Rows fed per step: sources times beams."""
-        return self.src_mask.shape[0] * self.beams
-
     def expand_beams(self, beams: int) -> DecoderCache:
         """``beams`` hypotheses per source (from a one-per-source cache); cross k/v are not copied."""
         if self.beams != 1:
@@ -77,7 +72,7 @@ class DecoderCache:
                 c.self_v.index_select(0, index),
                 c.cross_k.index_select(0, sources),
                 c.cross_v.index_select(0, sources),
-            )  # fmt: skip
+            )
             for c in self.layers
         ]
         return DecoderCache(layers, self.src_mask.index_select(0, sources), self.length, self.beams)

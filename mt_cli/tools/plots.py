@@ -18,6 +18,7 @@ from mt_cli.errors import InputError
 from mt_cli.files import atomic_write_bytes
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 WORD_START = "\u2581"  # SentencePiece's "▁": the piece begins a new word
@@ -54,33 +55,29 @@ def plot_attention(src_pieces: list[str], tgt_pieces: list[str], weights: torch.
     from matplotlib.figure import Figure
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
-    path = Path(path)
-    weights = torch.as_tensor(weights).detach().float().cpu()
-    if weights.dim() != 2 or tuple(weights.shape) != (len(tgt_pieces), len(src_pieces)):
-        raise ValueError(
-            f"attention weights have shape {tuple(weights.shape)}, expected ({len(tgt_pieces)}, {len(src_pieces)}) "
-            "= (target pieces, source pieces)"
-        )
-    if not len(src_pieces) or not len(tgt_pieces):
-        raise ValueError("attention plot needs at least one source and one target piece")
-    sums = weights.sum(-1)
-    if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()) or \
-            not torch.allclose(sums, torch.ones_like(sums), atol=ROW_SUM_TOLERANCE, rtol=0):  # fmt: skip
-        worst = float((sums - 1).abs().nan_to_num(math.inf).max())
-        raise ValueError(
-            f"attention rows must be non-negative and sum to 1 (worst row is off by {worst:.3g})"
-        )
-
+    weights = _checked_attention(src_pieces, tgt_pieces, weights)
     n_tgt, n_src = weights.shape
     # About 0.34 inch per cell, plus room for the labels and the colorbar; never tiny.
     width = 2.4 + 0.34 * n_src + 0.06 * max(len(p) for p in tgt_pieces)
     height = 1.7 + 0.34 * n_tgt + 0.05 * max(len(p) for p in src_pieces)
     fig = Figure(figsize=(max(width, 4.0), max(height, 3.0)))
     ax = fig.add_subplot()
-    image = ax.imshow(weights.numpy(), cmap="Blues", vmin=0.0, vmax=max(float(weights.max()), 1e-6),
-                      aspect="equal", interpolation="nearest")  # fmt: skip
-    ax.set_xticks(range(n_src), [piece_label(p) for p in src_pieces], rotation=60, ha="right",
-                  rotation_mode="anchor", fontsize=10)  # fmt: skip
+    image = ax.imshow(
+        weights.numpy(),
+        cmap="Blues",
+        vmin=0.0,
+        vmax=max(float(weights.max()), 1e-6),
+        aspect="equal",
+        interpolation="nearest",
+    )
+    ax.set_xticks(
+        range(n_src),
+        [piece_label(p) for p in src_pieces],
+        rotation=60,
+        ha="right",
+        rotation_mode="anchor",
+        fontsize=10,
+    )
     ax.set_yticks(range(n_tgt), [piece_label(p) for p in tgt_pieces], fontsize=10)
     ax.set_xlabel("source")
     ax.set_ylabel("target (generated)")
@@ -97,7 +94,32 @@ def plot_attention(src_pieces: list[str], tgt_pieces: list[str], weights: torch.
     title = "Cross-attention, last decoder layer (mean over heads)"
     ax.set_title(title if n_src >= 8 else title.replace(", ", ",\n"), fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    _save(fig, Path(path))
+
+
+def _checked_attention(src_pieces: list[str], tgt_pieces: list[str], weights: torch.Tensor) -> torch.Tensor:
+    """``weights`` as an fp32 CPU tensor, or a ValueError unless its rows are distributions."""
+    weights = torch.as_tensor(weights).detach().float().cpu()
+    if weights.dim() != 2 or tuple(weights.shape) != (len(tgt_pieces), len(src_pieces)):
+        raise ValueError(
+            f"attention weights have shape {tuple(weights.shape)}, "
+            f"expected ({len(tgt_pieces)}, {len(src_pieces)}) "
+            "= (target pieces, source pieces)"
+        )
+    if not len(src_pieces) or not len(tgt_pieces):
+        raise ValueError("attention plot needs at least one source and one target piece")
+    sums = weights.sum(-1)
+    if (
+        not bool(torch.isfinite(weights).all())
+        or bool((weights < 0).any())
+        or not torch.allclose(sums, torch.ones_like(sums), atol=ROW_SUM_TOLERANCE, rtol=0)
+    ):
+        worst = float((sums - 1).abs().nan_to_num(math.inf).max())
+        raise ValueError(
+            f"attention rows must be non-negative and sum to 1 (worst row is off by {worst:.3g})"
+        )
+
+    return weights
 
 
 # ------------------------------------------------------------------------------- curves
@@ -142,44 +164,14 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
     output = Path(output) if output is not None else run_dir / "curves.png"
     fig = Figure(figsize=(10, 6.6))
     (loss_ax, bleu_ax), (lr_ax, speed_ax) = fig.subplots(2, 2, sharex=True)
-    blue, orange, green = "#1f77b4", "#d62728", "#2ca02c"
 
-    steps, loss = _series(train, "loss")
-    loss_ax.plot(steps, loss, color=blue, linewidth=1.2, label="train (label-smoothed)")
-    val_steps, val_loss = _series(val, "loss")
-    loss_ax.plot(
-        val_steps, val_loss, color=orange, marker="o", markersize=3.5, linewidth=1.4, label="validation (NLL)"
-    )
-    loss_ax.set_ylabel("loss per target token (nats)")
-    loss_ax.set_title("Loss")
-    loss_ax.legend(frameon=False)
-
-    bleu_steps, bleu = _series(val, "bleu")
-    if bleu:
-        bleu_ax.plot(bleu_steps, bleu, color=green, marker="o", markersize=3.5, linewidth=1.4)
-        best = max(range(len(bleu)), key=bleu.__getitem__)
-        bleu_ax.annotate(f"best {bleu[best]:.2f}", (bleu_steps[best], bleu[best]), xytext=(0, 8),
-                         textcoords="offset points", ha="center", fontsize=9)  # fmt: skip
-        bleu_ax.margins(y=0.15)
-    else:
-        bleu_ax.text(0.5, 0.5, "no validation BLEU\n(train.val_bleu=false, or no validation yet)",
-                     transform=bleu_ax.transAxes, ha="center", va="center", color="0.4")  # fmt: skip
-        bleu_ax.set_yticks([])
-    bleu_ax.set_ylabel("BLEU (greedy, val)")
-    bleu_ax.set_title("Validation BLEU")
-
-    lr_steps, lr = _series(train, "lr")
-    lr_ax.plot(lr_steps, lr, color=blue, linewidth=1.2)
-    lr_ax.set_ylabel("learning rate")
-    lr_ax.set_title("Learning rate")
+    _loss_panel(loss_ax, train, val)
+    _bleu_panel(bleu_ax, val)
+    _line_panel(lr_ax, train, "lr", "learning rate", "Learning rate")
     lr_ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
-
-    speed_steps, speed = _series(train, "tokens_per_s")
-    speed_ax.plot(speed_steps, speed, color=blue, linewidth=1.2)
+    _line_panel(speed_ax, train, "tokens_per_s", "tokens / s (source + target)", "Throughput")
     speed_ax.set_ylim(bottom=0)
     speed_ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    speed_ax.set_ylabel("tokens / s (source + target)")
-    speed_ax.set_title("Throughput")
 
     for ax in (loss_ax, bleu_ax, lr_ax, speed_ax):
         ax.grid(True, color="0.9", linewidth=0.8)
@@ -191,3 +183,56 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
     fig.tight_layout()
     _save(fig, output)
     return output
+
+
+BLUE, ORANGE, GREEN = "#1f77b4", "#d62728", "#2ca02c"
+
+
+def _loss_panel(ax: Axes, train: list[dict[str, Any]], val: list[dict[str, Any]]) -> None:
+    ax.plot(*_series(train, "loss"), color=BLUE, linewidth=1.2, label="train (label-smoothed)")
+    ax.plot(
+        *_series(val, "loss"),
+        color=ORANGE,
+        marker="o",
+        markersize=3.5,
+        linewidth=1.4,
+        label="validation (NLL)",
+    )
+    ax.set_ylabel("loss per target token (nats)")
+    ax.set_title("Loss")
+    ax.legend(frameon=False)
+
+
+def _bleu_panel(ax: Axes, val: list[dict[str, Any]]) -> None:
+    steps, bleu = _series(val, "bleu")
+    if bleu:
+        ax.plot(steps, bleu, color=GREEN, marker="o", markersize=3.5, linewidth=1.4)
+        best = max(range(len(bleu)), key=bleu.__getitem__)
+        ax.annotate(
+            f"best {bleu[best]:.2f}",
+            (steps[best], bleu[best]),
+            xytext=(0, 8),
+            textcoords="offset points",
+            ha="center",
+            fontsize=9,
+        )
+        ax.margins(y=0.15)
+    else:
+        ax.text(
+            0.5,
+            0.5,
+            "no validation BLEU\n(train.val_bleu=false, or no validation yet)",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            color="0.4",
+        )
+        ax.set_yticks([])
+    ax.set_ylabel("BLEU (greedy, val)")
+    ax.set_title("Validation BLEU")
+
+
+def _line_panel(ax: Axes, events: list[dict[str, Any]], key: str, ylabel: str, title: str) -> None:
+    ax.plot(*_series(events, key), color=BLUE, linewidth=1.2)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)

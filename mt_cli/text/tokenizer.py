@@ -1,4 +1,4 @@
-"""The two SentencePiece models (one per language) and their fixed special ids.
+"""The two SentencePiece models (one per language), trained, reused when their settings match, and loaded.
 
 Kept free of torch, batches and ``datasets`` so that ``mt translate`` imports it cheaply.
 """
@@ -16,14 +16,11 @@ import sentencepiece as spm
 
 from mt_cli.errors import CheckpointError, DataError
 from mt_cli.files import atomic_write_bytes, write_json
+from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 if TYPE_CHECKING:
     from mt_cli.config import Config, TokenizerConfig
 
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
 
 # The trainer records num_threads inside the model proto, so a machine-dependent value would
 # make the saved bytes differ between machines; a fixed, modest count keeps them reproducible
@@ -50,7 +47,8 @@ class Tokenizer:
             processor.Load(model_file=str(path))
         except (RuntimeError, OSError) as err:
             raise CheckpointError(
-                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); delete it and rerun `mt train`"
+                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); "
+                "delete it and rerun `mt train`"
             ) from None
         ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
         if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
@@ -225,7 +223,14 @@ def prepare_tokenizers(
             if tok.vocab_size < vocab_size:
                 log(f"tokenizer {lang}: corpus only supports {tok.vocab_size} of {vocab_size} pieces")
         result.append(tok)
-    return result[0], result[1]
+    src, tgt = result
+    if cfg.model.share_embeddings and src.vocab_size != tgt.vocab_size:
+        raise DataError(
+            f"model.share_embeddings needs one vocabulary size, but the corpus gave the tokenizers "
+            f"{src.vocab_size} and {tgt.vocab_size} pieces; set both tokenizer vocab sizes to at most "
+            f"{min(src.vocab_size, tgt.vocab_size)}"
+        )
+    return src, tgt
 
 
 def load_tokenizers(run_dir: str | Path, src_lang: str, tgt_lang: str) -> tuple[Tokenizer, Tokenizer]:

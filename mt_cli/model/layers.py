@@ -26,8 +26,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from mt_cli.cache import LayerCache
-from mt_cli.dropout import Dropout
+from mt_cli.config import ModelConfig
+from mt_cli.model.cache import LayerCache
+from mt_cli.model.dropout import Dropout
 
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
@@ -53,8 +54,6 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.d_model = d_model
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
@@ -198,25 +197,14 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention + FFN, each wrapped in dropout, residual and LayerNorm (post- or pre-norm)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        dropout: float,
-        attention_dropout: float,
-        activation_dropout: float,
-        activation: str,
-        norm_first: bool,
-    ) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = SelfAttention(d_model, n_heads, attention_dropout)
-        self.ffn = FeedForward(d_model, d_ff, activation, activation_dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
+        self.norm_first = cfg.norm_first
+        self.self_attn = SelfAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.activation_dropout)
+        self.norm1 = nn.LayerNorm(cfg.d_model)
+        self.norm2 = nn.LayerNorm(cfg.d_model)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
         """x (B, S, D), src_mask (B, 1, 1, S) -> (B, S, D)."""
@@ -230,27 +218,16 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Causal self-attention, cross-attention on the memory, FFN; post- or pre-norm."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        dropout: float,
-        attention_dropout: float,
-        activation_dropout: float,
-        activation: str,
-        norm_first: bool,
-    ) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = SelfAttention(d_model, n_heads, attention_dropout)
-        self.cross_attn = CrossAttention(d_model, n_heads, attention_dropout)
-        self.ffn = FeedForward(d_model, d_ff, activation, activation_dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
+        self.norm_first = cfg.norm_first
+        self.self_attn = SelfAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
+        self.cross_attn = CrossAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.activation_dropout)
+        self.norm1 = nn.LayerNorm(cfg.d_model)
+        self.norm2 = nn.LayerNorm(cfg.d_model)
+        self.norm3 = nn.LayerNorm(cfg.d_model)
+        self.dropout = Dropout(cfg.dropout)
 
     def start_cache(self, memory: Tensor) -> LayerCache:
         """Cross k/v of memory (B, S, D), once per source; empty self-attention history.
@@ -306,8 +283,6 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_positions: int) -> None:
         super().__init__()
-        if d_model % 2:
-            raise ValueError(f"d_model={d_model} must be even for sinusoidal positions")
         self.max_positions = max_positions
         pos = torch.arange(max_positions, dtype=torch.float32)[:, None]  # (P, 1)
         freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))

@@ -6,10 +6,16 @@ import pytest
 import torch
 
 from mt_cli.config import ModelConfig
-from mt_cli.data import collate, pad_sources
-from mt_cli.decoding import beam_search, cross_attention, greedy_search, length_penalty, max_output_lengths
-from mt_cli.model import Transformer, build_model
-from mt_cli.tokenizer import BOS_ID, EOS_ID
+from mt_cli.data.batch import collate, pad_sources
+from mt_cli.decode.search import (
+    beam_search,
+    cross_attention,
+    greedy_search,
+    length_penalty,
+    max_output_lengths,
+)
+from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.specials import BOS_ID, EOS_ID
 
 VOCAB = 40
 

@@ -1,7 +1,7 @@
 """Where the parallel text comes from: Multi30k (a local copy, the one mt ships, or the hub) or any files.
 
 Everything comes back as a ``datasets.DatasetDict`` with ``src`` and ``tgt`` text columns, one
-dataset per split (names in ``config.SPLITS``). ``datasets`` is imported inside the functions
+dataset per split (names in ``rules.SPLITS``). ``datasets`` is imported inside the functions
 that need it, so reading a text file does not pay for it.
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mt_cli.config import SPLITS
 from mt_cli.errors import DataError
 from mt_cli.files import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.rules import SPLITS
 
 if TYPE_CHECKING:
     import datasets
@@ -25,8 +25,14 @@ if TYPE_CHECKING:
 HUB_DATASET = "bentrevett/multi30k"
 _HUB_SPLITS = {"train": "train", "validation": "val", "test": "test2016"}
 # Our split name -> file stem of the official raw Multi30k task-1 files.
-MULTI30K_FILES = {"train": "train", "val": "val", "test2016": "test_2016_flickr", "test2017": "test_2017_flickr",
-                  "mscoco2017": "test_2017_mscoco", "test2018": "test_2018_flickr"}  # fmt: skip
+MULTI30K_FILES = {
+    "train": "train",
+    "val": "val",
+    "test2016": "test_2016_flickr",
+    "test2017": "test_2017_flickr",
+    "mscoco2017": "test_2017_mscoco",
+    "test2018": "test_2018_flickr",
+}
 
 
 def _read_pair(src_path: Path, tgt_path: Path) -> tuple[list[str], list[str]]:
@@ -155,7 +161,3 @@ def load_corpus(cfg: DataConfig, splits: Sequence[str] | None = None) -> dataset
             if split in pairs
         }
     )
-
-
-def split_sizes(corpus: datasets.DatasetDict) -> dict[str, int]:
-    return {name: len(ds) for name, ds in corpus.items()}

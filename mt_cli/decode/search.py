@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from mt_cli.model import Transformer
-from mt_cli.tokenizer import BOS_ID, EOS_ID
+from mt_cli.model.transformer import Transformer
+from mt_cli.specials import BOS_ID, EOS_ID
 
 # Greedy search drops finished sentences from the batch once 1/COMPACT_DIVISOR of it has
 # finished. Each drop copies every layer's cache while it saves the finished rows' work; on
@@ -93,41 +93,25 @@ def beam_search(
 ) -> list[list[Hypothesis]]:
     """Batched beam search; returns the ``n_best`` hypotheses per sentence, best first.
 
-    Each step takes the 2k best extensions per sentence: those ending in EOS within the top k
-    become finished hypotheses, the best k others continue. A sentence is finished once
-    ``beam_size`` hypotheses have ended (or it reached its length limit); finished sentences
-    leave the batch. With ``beam_size=1`` this is exactly greedy search. Selection runs on
-    tensors; only the few finished hypotheses are read back per step.
+    Each step ranks the 2k best extensions per sentence: those ending in EOS within the top k
+    finish, the best k others go on. A sentence is done once ``beam_size`` hypotheses have ended,
+    or at its length limit, and leaves the batch. ``beam_size=1`` is exactly greedy search.
     """
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
     batch, k, device = src.size(0), beam_size, src.device
     limits = max_output_lengths(model, src_mask, max_len_a, max_len_b)  # (B,)
-    memory = model.encode(src, src_mask)  # (B, S, D)
-    cache = model.start_cache(memory, src_mask).expand_beams(k)
-    scores = torch.full((batch, k), float("-inf"), device=device)  # (N, k) summed log-probs, N live sentences
-    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand
-    history = torch.full((batch * k, 0), BOS_ID, dtype=torch.long, device=device)  # (N*k, t)
-    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (N*k,)
+    cache = model.start_cache(model.encode(src, src_mask), src_mask).expand_beams(k)
+    scores, history, tokens = _start_beams(batch, k, device)  # (N, k), (N*k, 0), (N*k,); N live sentences
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (N,)
     alive = torch.arange(batch, device=device)  # (N,) original index of each live sentence
     ranks = torch.arange(2 * k, device=device)  # (2k,)
     for t in range(int(limits.max())):
         logits, cache, _ = model.step(tokens, cache)  # (N*k, V) fp32, a fresh tensor
-        normaliser = logits.logsumexp(-1, keepdim=True)  # (N*k, 1): log-prob = logit - normaliser
         at_limit = (limits[alive] <= t + 1).repeat_interleave(k)  # (N*k,) only EOS may follow
-        if bool(at_limit.any()):
-            logits[at_limit] = logits[at_limit].where(_eos_only(logits.size(-1), device), float("-inf"))
-        # A sentence's best 2k extensions are among the best 2k of each of its hypotheses: rank
-        # within each row first, and never build the (N, k*V) table of every extension.
-        row_logits, row_tokens = logits.topk(2 * k, dim=-1)  # (N*k, 2k)
-        row_scores = scores.view(-1, 1) + (row_logits - normaliser)  # (N*k, 2k) summed log-probs
-        top_scores, top_ids = row_scores.view(len(alive), -1).topk(2 * k, dim=-1)  # (N, 2k), best first
-        top_tokens = row_tokens.view(len(alive), -1).gather(1, top_ids)  # (N, 2k)
-        top_rows = top_ids // (2 * k) + torch.arange(len(alive), device=device).unsqueeze(1) * k  # (N, 2k)
-        possible = top_scores > float("-inf")  # (N, 2k)
-        is_eos = top_tokens == EOS_ID
+        top_scores, top_tokens, top_rows = _best_extensions(logits, scores, at_limit, k)  # each (N, 2k)
+        possible, is_eos = top_scores > float("-inf"), top_tokens == EOS_ID  # (N, 2k) each
         # An EOS outside the top k would never have been kept by greedy search: drop it.
         ended = is_eos & possible & (ranks < k)  # (N, 2k)
         _collect(finished, ended, alive, top_scores, top_rows, history, alpha)
@@ -146,6 +130,36 @@ def beam_search(
         cache = cache.reorder(rows) if bool(keep.all()) else cache.select(rows)
         alive, n_finished = alive[keep], n_finished[keep]
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
+
+
+def _start_beams(batch: int, k: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Summed log-probs (B, k), token history (B*k, 0) and next input tokens (B*k,) before step 1."""
+    scores = torch.full((batch, k), float("-inf"), device=device)  # (B, k)
+    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand
+    history = torch.full((batch * k, 0), BOS_ID, dtype=torch.long, device=device)  # (B*k, t)
+    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (B*k,)
+    return scores, history, tokens
+
+
+def _best_extensions(
+    logits: torch.Tensor, scores: torch.Tensor, at_limit: torch.Tensor, k: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each live sentence's best 2k extensions, best first: (summed log-probs, tokens, the row
+    of the hypothesis each extends), each (N, 2k). Rows ``at_limit`` may only end (EOS).
+
+    A sentence's best 2k extensions are among the best 2k of each of its hypotheses: rank within
+    each row first, and never build the (N, k*V) table of every extension.
+    """
+    sentences = scores.size(0)
+    normaliser = logits.logsumexp(-1, keepdim=True)  # (N*k, 1): log-prob = logit - normaliser
+    if bool(at_limit.any()):
+        logits[at_limit] = logits[at_limit].where(_eos_only(logits.size(-1), logits.device), float("-inf"))
+    row_logits, row_tokens = logits.topk(2 * k, dim=-1)  # (N*k, 2k)
+    row_scores = scores.view(-1, 1) + (row_logits - normaliser)  # (N*k, 2k) summed log-probs
+    top_scores, top_ids = row_scores.view(sentences, -1).topk(2 * k, dim=-1)  # (N, 2k), best first
+    top_tokens = row_tokens.view(sentences, -1).gather(1, top_ids)  # (N, 2k)
+    top_rows = top_ids // (2 * k) + torch.arange(sentences, device=logits.device).unsqueeze(1) * k  # (N, 2k)
+    return top_scores, top_tokens, top_rows
 
 
 def _collect(

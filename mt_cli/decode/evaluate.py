@@ -71,8 +71,13 @@ class RunEvaluation:
     evaluation: Evaluation
 
     def as_dict(self) -> dict[str, Any]:
-        return {"data": self.name, "beam": self.beam, "length_penalty": self.length_penalty,
-                "checkpoint": self.checkpoint, **self.evaluation.as_dict()}  # fmt: skip
+        return {
+            "data": self.name,
+            "beam": self.beam,
+            "length_penalty": self.length_penalty,
+            "checkpoint": self.checkpoint,
+            **self.evaluation.as_dict(),
+        }
 
 
 def evaluate_run(
@@ -89,7 +94,7 @@ def evaluate_run(
     from tqdm import tqdm
 
     from mt_cli.checkpoint import RunDir
-    from mt_cli.translator import Translator, resolve_checkpoint
+    from mt_cli.decode.translator import Translator
 
     if (src is None) != (ref is None):
         raise InputError("--src and --ref go together: give both files or neither")
@@ -97,19 +102,19 @@ def evaluate_run(
         sources, references, name = _paired_files(src, ref, "--src")
     translator = Translator.from_run(run_dir, checkpoint, device).with_length_penalty(length_penalty)
     if src is None:
-        from mt_cli.corpus import load_corpus
+        from mt_cli.data.corpus import load_corpus
 
-        corpus = load_corpus(translator.config.data, [split])[split]
+        corpus = load_corpus(translator.card.data, [split])[split]
         sources, references, name = corpus["src"], corpus["tgt"], split
-    beam_size = translator.config.decode.beam_size if beam is None else beam
+    beam_size = translator.card.decode.beam_size if beam is None else beam
     with tqdm(total=len(sources), desc=f"translating {name}", unit="line", leave=False, disable=None) as bar:
         result = evaluate(
             lambda lines: translator.translate_text(lines, beam_size=beam_size, progress=bar.update),
             sources,
             references,
         )
-    used = resolve_checkpoint(RunDir(Path(run_dir)), checkpoint)
-    return RunEvaluation(name, beam_size, translator.config.decode.length_penalty, str(used), result)
+    used = RunDir(Path(run_dir)).find_checkpoint(checkpoint)
+    return RunEvaluation(name, beam_size, translator.card.decode.length_penalty, str(used), result)
 
 
 def score_files(hyp: Path, ref: Path) -> Scores:

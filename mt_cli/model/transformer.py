@@ -24,80 +24,43 @@ import math
 import torch
 from torch import Tensor, nn
 
-from mt_cli.cache import DecoderCache
 from mt_cli.config import ModelConfig
-from mt_cli.dropout import Dropout, TokenDropout
-from mt_cli.errors import ConfigError
-from mt_cli.layers import DecoderLayer, EncoderLayer, PositionalEncoding
-from mt_cli.tokenizer import EOS_ID, PAD_ID, UNK_ID
+from mt_cli.model.cache import DecoderCache
+from mt_cli.model.dropout import Dropout, TokenDropout
+from mt_cli.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding
+from mt_cli.specials import FIRST_WORD_ID, PAD_ID, UNK_ID
 
 
 class Transformer(nn.Module):
-    """Vaswani et al. (2017) encoder-decoder, post-norm by default, pre-norm with ``norm_first``."""
+    """Vaswani et al. (2017) encoder-decoder, post-norm by default, pre-norm with ``norm_first``.
 
-    def __init__(
-        self,
-        *,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        encoder_layers: int,
-        decoder_layers: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        activation_dropout: float = 0.0,
-        src_token_dropout: float = 0.0,
-        tgt_token_dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
-        tie_output: bool = True,
-        share_embeddings: bool = False,
-        max_positions: int = 256,
-        pad_id: int = 0,
-        unk_id: int = 1,
-        first_word_id: int = 4,
-    ) -> None:
+    Built from a ``ModelConfig``, the one place its hyper-parameters are wired; the config has
+    checked them (``rules.check_model``), so they are not checked again here.
+    """
+
+    def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> None:
         super().__init__()
-        if share_embeddings and src_vocab_size != tgt_vocab_size:
-            raise ValueError(
-                f"share_embeddings needs equal vocab sizes, got {src_vocab_size} and {tgt_vocab_size}"
-            )
         self.src_vocab_size = src_vocab_size
         self.tgt_vocab_size = tgt_vocab_size
-        self.max_positions = max_positions
-        self.pad_id = pad_id
-        self.d_model = d_model
-        self.embed_scale = math.sqrt(d_model)
+        self.max_positions = cfg.max_positions
+        self.d_model = cfg.d_model
+        self.embed_scale = math.sqrt(cfg.d_model)
 
-        self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
-        self.src_embed = self.tgt_embed if share_embeddings else nn.Embedding(src_vocab_size, d_model)
-        self.positions = PositionalEncoding(d_model, max_positions)
-        self.dropout = Dropout(dropout)
-        self.src_token_dropout = TokenDropout(src_token_dropout, unk_id, first_word_id)
-        self.tgt_token_dropout = TokenDropout(tgt_token_dropout, unk_id, first_word_id)
-
-        layer_args = dict(
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            activation_dropout=activation_dropout,
-            activation=activation,
-            norm_first=norm_first,
-        )
-        self.encoder = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, **layer_args) for _ in range(encoder_layers)
-        )
-        self.decoder = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, **layer_args) for _ in range(decoder_layers)
-        )
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, cfg.d_model)
+        self.src_embed = self.tgt_embed if cfg.share_embeddings else nn.Embedding(src_vocab_size, cfg.d_model)
+        self.positions = PositionalEncoding(cfg.d_model, cfg.max_positions)
+        self.dropout = Dropout(cfg.dropout)
+        self.src_token_dropout = TokenDropout(cfg.src_token_dropout, UNK_ID, FIRST_WORD_ID)
+        self.tgt_token_dropout = TokenDropout(cfg.tgt_token_dropout, UNK_ID, FIRST_WORD_ID)
+        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
         # Pre-norm leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
-        self.encoder_norm: nn.Module = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.decoder_norm: nn.Module = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.encoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+        self.decoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
 
-        self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self.output = nn.Linear(cfg.d_model, tgt_vocab_size, bias=False)
         self._init_embeddings()
-        if tie_output:
+        if cfg.tie_output:
             self.output.weight = self.tgt_embed.weight
 
     def _init_embeddings(self) -> None:
@@ -105,8 +68,8 @@ class Transformer(nn.Module):
         for weight in (self.src_embed.weight, self.tgt_embed.weight, self.output.weight):
             nn.init.normal_(weight, mean=0.0, std=std)
         with torch.no_grad():
-            self.src_embed.weight[self.pad_id].zero_()
-            self.tgt_embed.weight[self.pad_id].zero_()
+            self.src_embed.weight[PAD_ID].zero_()
+            self.tgt_embed.weight[PAD_ID].zero_()
 
     def _embed(self, embedding: nn.Module, tokens: Tensor, offset: int = 0) -> Tensor:
         x = embedding(tokens) * self.embed_scale  # (B, L, D)
@@ -120,7 +83,7 @@ class Transformer(nn.Module):
         return self.encoder_norm(x)
 
     def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor) -> Tensor:
-        """tgt_in (B, T), memory (B, S, D), src_mask (B, 1, 1, S), tgt_mask (B, 1, T, T) -> logits (B, T, V)."""
+        """tgt_in (B, T), memory (B, S, D), src_mask (B, 1, 1, S), tgt_mask (B, 1, T, T) -> (B, T, V)."""
         x = self._embed(self.tgt_embed, self.tgt_token_dropout(tgt_in))  # (B, T, D)
         for layer in self.decoder:
             x = layer(x, memory, src_mask, tgt_mask)
@@ -158,42 +121,8 @@ class Transformer(nn.Module):
 
 
 def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Transformer:
-    """The Transformer described by ``cfg`` for the given vocabularies (pad id 0)."""
-    if cfg.share_embeddings and src_vocab_size != tgt_vocab_size:
-        raise ConfigError(
-            "model.share_embeddings needs equal source and target vocabularies "
-            f"(got {src_vocab_size} and {tgt_vocab_size}); set model.share_embeddings=false"
-        )
-    if cfg.d_model % cfg.n_heads:
-        raise ConfigError(f"model.d_model={cfg.d_model} is not divisible by model.n_heads={cfg.n_heads}")
-    if cfg.d_model % 2:
-        raise ConfigError(f"model.d_model={cfg.d_model} must be even (sinusoidal positions)")
-    if min(src_vocab_size, tgt_vocab_size) < 4:
-        raise ConfigError(
-            f"vocabularies of {src_vocab_size} and {tgt_vocab_size} cannot hold pad/unk/bos/eos"
-        )
-    return Transformer(
-        src_vocab_size=src_vocab_size,
-        tgt_vocab_size=tgt_vocab_size,
-        d_model=cfg.d_model,
-        n_heads=cfg.n_heads,
-        d_ff=cfg.d_ff,
-        encoder_layers=cfg.encoder_layers,
-        decoder_layers=cfg.decoder_layers,
-        dropout=cfg.dropout,
-        attention_dropout=cfg.attention_dropout,
-        activation_dropout=cfg.activation_dropout,
-        src_token_dropout=cfg.src_token_dropout,
-        tgt_token_dropout=cfg.tgt_token_dropout,
-        activation=cfg.activation,
-        norm_first=cfg.norm_first,
-        tie_output=cfg.tie_output,
-        share_embeddings=cfg.share_embeddings,
-        max_positions=cfg.max_positions,
-        pad_id=PAD_ID,
-        unk_id=UNK_ID,
-        first_word_id=EOS_ID + 1,
-    )
+    """The Transformer described by ``cfg`` for vocabularies of the given sizes."""
+    return Transformer(cfg, src_vocab_size, tgt_vocab_size)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -18,16 +18,18 @@ import torch
 from torch import nn
 
 from mt_cli.checkpoint import RunDir, average_checkpoints, load_checkpoint, save_checkpoint
-from mt_cli.config import Config, config_to_dict
-from mt_cli.data import TokenBatchSampler, collate, pair_widths, source_ids, target_ids
-from mt_cli.device import amp_dtype, autocast
-from mt_cli.evaluation import evaluate
+from mt_cli.config import Config, ModelCard, config_to_dict
+from mt_cli.data.batch import source_ids, target_ids
+from mt_cli.data.dataset import EncodedPairs
+from mt_cli.data.prepare import TrainingData
+from mt_cli.data.sampler import TokenBatchSampler
+from mt_cli.decode.evaluate import evaluate
+from mt_cli.decode.translator import Translator
 from mt_cli.files import write_json
-from mt_cli.model import Transformer, build_model
-from mt_cli.preparation import TrainingData
-from mt_cli.progress import Progress
-from mt_cli.tokenizer import PAD_ID
-from mt_cli.translator import Translator
+from mt_cli.model.loss import token_loss
+from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.runtime.device import amp_dtype, autocast
+from mt_cli.train.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -56,30 +58,28 @@ class Validator:
     ):
         self.cfg, self.run, self.data, self.device, self.dtype, self.log = cfg, run, data, device, dtype, log
         self.last_result: ValResult | None = None
+        self.card = ModelCard.of(cfg)
+        # Every val pair counts, cut to the model's positions rather than dropped.
         limit = cfg.model.max_positions
-        pairs = list(zip(data.src_tok.encode(data.val_src), data.tgt_tok.encode(data.val_ref)))
-        self.val_src = [source_ids(s[: limit - 1]) for s, _ in pairs]
-        self.val_tgt = [target_ids(t[: limit - 2]) for _, t in pairs]
-        sampler = TokenBatchSampler(
-            *pair_widths(self.val_src, self.val_tgt), cfg.train.max_tokens, shuffle=False, seed=0
+        self.val_pairs = EncodedPairs(
+            [source_ids(pieces[: limit - 1]) for pieces in data.src_tok.encode(data.val_src)],
+            [target_ids(pieces[: limit - 2]) for pieces in data.tgt_tok.encode(data.val_ref)],
         )
-        self.val_batches = [list(indices) for indices in sampler]
+        sampler = TokenBatchSampler(*self.val_pairs.widths(), cfg.train.max_tokens, shuffle=False, seed=0)
+        self.val_batches = sampler.batches()
 
     def translator(self, model: Transformer) -> Translator:
-        return Translator(model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, self.dtype)
+        return Translator(model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, self.dtype)
 
     @torch.no_grad()
     def loss(self, model: Transformer) -> float:
+        """Unsmoothed NLL per real target token over the whole val split."""
         total, tokens = 0.0, 0
         for indices in self.val_batches:
-            batch = collate([self.val_src[i] for i in indices], [self.val_tgt[i] for i in indices]).to(
-                self.device
-            )
+            batch = self.val_pairs.collate(indices).to(self.device)
             with autocast(self.device, self.dtype):
                 logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-            total += torch.nn.functional.cross_entropy(
-                logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID, reduction="sum"
-            ).item()
+            total += token_loss(logits, batch.tgt_out).item()
             tokens += batch.tgt_tokens
         return total / max(tokens, 1)
 
@@ -105,7 +105,12 @@ class Validator:
         return self.last_result
 
     def weights(self, model: nn.Module, step: int) -> dict[str, Any]:
-        return {"model": model.state_dict(), "config": config_to_dict(self.cfg), "step": step}
+        return {
+            "model": model.state_dict(),
+            "card": config_to_dict(self.card),
+            "config": config_to_dict(self.cfg),
+            "step": step,
+        }
 
     def keep(self, model: nn.Module, step: int, improved: bool) -> None:
         """Save this validation's weights for averaging (keeping the newest K) and maybe best.pt."""
@@ -126,7 +131,7 @@ class Validator:
         # train.amp=off (or bf16) must score in test.json what `mt eval` of best.pt gives.
         inference_dtype = amp_dtype(self.device, "auto")
         translator = Translator.for_inference(
-            model, self.data.src_tok, self.data.tgt_tok, self.cfg, self.device, inference_dtype
+            model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, inference_dtype
         )
         scores = {}
         for beam in sorted({1, self.cfg.decode.beam_size}):

@@ -19,20 +19,24 @@ from typer.testing import CliRunner
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
 from mt_cli.cli import app
 from mt_cli.config import load_config
-from mt_cli.data import collate
-from mt_cli.distributed import Distributed
+from mt_cli.data.prepare import training_data
+from mt_cli.decode.evaluate import evaluate_run
 from mt_cli.errors import CheckpointError
-from mt_cli.evaluation import evaluate_run
-from mt_cli.optim import learning_rate
-from mt_cli.training import Trainer, TrainingError, token_loss, train
+from mt_cli.model.loss import token_loss
+from mt_cli.runtime.distributed import Distributed
+from mt_cli.train.optim import learning_rate
+from mt_cli.train.run import train
+from mt_cli.train.trainer import Trainer, TrainingError
 
 
-def make_trainer(tiny_config_path: Path, tiny_data, run_dir: Path, *overrides: str) -> Trainer:
+def make_trainer(tiny_config_path: Path, tiny_corpus, run_dir: Path, *overrides: str) -> Trainer:
+    """A trainer for the tiny recipe with ``overrides``, its data built for that config."""
     cfg = load_config(tiny_config_path, [*FAST_TRAINING, *overrides])
     run = RunDir(run_dir)
     run.root.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.train.seed)
-    return Trainer(cfg, run, tiny_data, Distributed(), log=lambda message: None)
+    data = training_data(cfg, *tiny_corpus, log=lambda message: None)
+    return Trainer(cfg, run, data, Distributed(), log=lambda message: None)
 
 
 def train_losses(run_dir: Path) -> list[float]:
@@ -40,18 +44,18 @@ def train_losses(run_dir: Path) -> list[float]:
     return [json.loads(line)["loss"] for line in lines if '"train"' in line]
 
 
-def test_loss_decreases(tiny_config_path, tiny_data, tmp_path) -> None:
-    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_steps=40")
+def test_loss_decreases(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "train.max_steps=40")
     trainer.fit()
     losses = train_losses(tmp_path)
     assert len(losses) == 40
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
 
 
-def test_time_bound_decay_reaches_zero_when_the_budget_ends(tiny_config_path, tiny_data, tmp_path) -> None:
+def test_time_bound_decay_reaches_zero_when_the_budget_ends(tiny_config_path, tiny_corpus, tmp_path) -> None:
     trainer = make_trainer(
         tiny_config_path,
-        tiny_data,
+        tiny_corpus,
         tmp_path,
         "train.schedule=cosine",
         "train.lr_horizon=max_minutes",
@@ -73,26 +77,28 @@ def test_time_bound_decay_reaches_zero_when_the_budget_ends(tiny_config_path, ti
     assert logged[-1] < 0.05 * tc.lr  # and the last updates ran at almost zero
 
 
-def test_same_seed_same_curve(tiny_config_path, tiny_data, tmp_path) -> None:
+def test_same_seed_same_curve(tiny_config_path, tiny_corpus, tmp_path) -> None:
     for name in ("a", "b"):
-        make_trainer(tiny_config_path, tiny_data, tmp_path / name, "train.max_steps=8").fit()
+        make_trainer(tiny_config_path, tiny_corpus, tmp_path / name, "train.max_steps=8").fit()
     assert train_losses(tmp_path / "a") == train_losses(tmp_path / "b")
-    make_trainer(tiny_config_path, tiny_data, tmp_path / "c", "train.max_steps=8", "train.seed=2").fit()
+    make_trainer(tiny_config_path, tiny_corpus, tmp_path / "c", "train.max_steps=8", "train.seed=2").fit()
     assert train_losses(tmp_path / "c") != train_losses(tmp_path / "a")
 
 
 @pytest.mark.parametrize("accum", [1, 2])
-def test_resume_is_exact(tiny_config_path, tiny_data, tmp_path, accum: int) -> None:
+def test_resume_is_exact(tiny_config_path, tiny_corpus, tmp_path, accum: int) -> None:
     n = 6
     extra = [f"train.accum_steps={accum}", "train.validate_every_steps=4"]
-    make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={n}", *extra).fit()
+    make_trainer(tiny_config_path, tiny_corpus, tmp_path / "split", f"train.max_steps={n}", *extra).fit()
     resumed = make_trainer(
-        tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={2 * n}", *extra
+        tiny_config_path, tiny_corpus, tmp_path / "split", f"train.max_steps={2 * n}", *extra
     )
     resumed.resume()
     assert resumed.progress.step == n
     resumed.fit()
-    whole = make_trainer(tiny_config_path, tiny_data, tmp_path / "whole", f"train.max_steps={2 * n}", *extra)
+    whole = make_trainer(
+        tiny_config_path, tiny_corpus, tmp_path / "whole", f"train.max_steps={2 * n}", *extra
+    )
     whole.fit()
     assert resumed.progress.step == whole.progress.step == 2 * n
     for (name, a), b in zip(resumed.model.state_dict().items(), whole.model.state_dict().values()):
@@ -100,54 +106,61 @@ def test_resume_is_exact(tiny_config_path, tiny_data, tmp_path, accum: int) -> N
 
 
 @pytest.mark.parametrize("bpe_dropout", [0.0, 0.1])
-def test_resume_across_an_epoch_boundary(tiny_config_path, tiny_data, tmp_path, bpe_dropout: float) -> None:
+def test_resume_across_an_epoch_boundary(tiny_config_path, tiny_corpus, tmp_path, bpe_dropout: float) -> None:
     extra = f"tokenizer.tgt_bpe_dropout={bpe_dropout}"
-    probe = make_trainer(tiny_config_path, tiny_data, tmp_path / "probe", extra)
+    probe = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "probe", extra)
     probe.begin_epoch()
     per_epoch = len(probe.sampler)
     stop, total = per_epoch - 2, per_epoch + 3
-    make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={stop}", extra).fit()
-    resumed = make_trainer(tiny_config_path, tiny_data, tmp_path / "split", f"train.max_steps={total}", extra)
+    make_trainer(tiny_config_path, tiny_corpus, tmp_path / "split", f"train.max_steps={stop}", extra).fit()
+    resumed = make_trainer(
+        tiny_config_path, tiny_corpus, tmp_path / "split", f"train.max_steps={total}", extra
+    )
     resumed.resume()
     resumed.fit()
-    whole = make_trainer(tiny_config_path, tiny_data, tmp_path / "whole", f"train.max_steps={total}", extra)
+    whole = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "whole", f"train.max_steps={total}", extra)
     whole.fit()
     assert resumed.progress.epoch == whole.progress.epoch == 1
     for a, b in zip(resumed.model.parameters(), whole.model.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
 
 
-def test_bpe_dropout_resegments_every_epoch(tiny_config_path, tiny_data, tmp_path) -> None:
-    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "tokenizer.src_bpe_dropout=0.1")
-    fixed = tiny_data.train_src
+def test_bpe_dropout_resegments_every_epoch(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    fixed = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "fixed").pairs
+    trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "tokenizer.src_bpe_dropout=0.1")
     epochs = []
     for epoch in (0, 1, 0):
         trainer.progress.epoch = epoch
         trainer.begin_epoch()
-        epochs.append((trainer.train_src, trainer.train_tgt, trainer.sampler.global_batches()))
+        epochs.append((trainer.pairs.src, trainer.pairs.tgt, trainer.sampler.global_batches()))
     (src0, tgt0, batches0), (src1, _, _), again = epochs
     assert again == (src0, tgt0, batches0)  # seeded by the epoch: a resumed epoch gets the same batches
     assert src1 != src0 and len(src0) == len(src1) == len(fixed)
-    assert sum(map(len, src0)) > 1.1 * sum(map(len, fixed))
-    assert tgt0 == tiny_data.train_tgt  # no target dropout: the fixed target pieces
-    assert tiny_data.train_src is fixed  # the shared fixed ids are not touched
-    assert tiny_data.src_tok.decode(src0) == tiny_data.src_tok.decode(fixed)
+    assert sum(map(len, src0)) > 1.1 * sum(map(len, fixed.src))
+    assert tgt0 == fixed.tgt  # no target dropout: the fixed target pieces
+    src_tok, tgt_tok = tiny_corpus[1:]
+    assert src_tok.decode(src0) == src_tok.decode(fixed.src)
     assert trainer.sampler.src_lengths == [len(ids) for ids in src0]
     assert sorted(i for batch in batches0 for i in batch) == list(range(len(fixed)))
 
-    both = make_trainer(tiny_config_path, tiny_data, tmp_path / "both", "tokenizer.src_bpe_dropout=0.1",
-                        "tokenizer.tgt_bpe_dropout=0.1")  # fmt: skip
+    both = make_trainer(
+        tiny_config_path,
+        tiny_corpus,
+        tmp_path / "both",
+        "tokenizer.src_bpe_dropout=0.1",
+        "tokenizer.tgt_bpe_dropout=0.1",
+    )  # fmt: skip  (the two overrides side by side)
     both.begin_epoch()
-    assert both.train_tgt != tiny_data.train_tgt
-    assert tiny_data.tgt_tok.decode(both.train_tgt) == tiny_data.tgt_tok.decode(tiny_data.train_tgt)
+    assert both.pairs.tgt != fixed.tgt
+    assert tgt_tok.decode(both.pairs.tgt) == tgt_tok.decode(fixed.tgt)
     # A pair that grew past data.max_len on either side keeps its fixed pieces on both.
     max_len = both.cfg.data.max_len
-    assert max(len(ids) for ids in both.train_src) <= max_len + 1
-    assert max(len(ids) for ids in both.train_tgt) <= max_len + 2
+    assert max(len(ids) for ids in both.pairs.src) <= max_len + 1
+    assert max(len(ids) for ids in both.pairs.tgt) <= max_len + 2
 
 
-def test_truncated_checkpoint_is_reported(tiny_config_path, tiny_data, tmp_path) -> None:
-    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_steps=2")
+def test_truncated_checkpoint_is_reported(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "train.max_steps=2")
     trainer.fit()
     data = trainer.run.last.read_bytes()
     trainer.run.last.write_bytes(data[: len(data) // 2])
@@ -172,11 +185,11 @@ def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch) -> None
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary left behind
 
 
-def test_non_finite_loss_is_never_applied(tiny_config_path, tiny_data, tmp_path, monkeypatch) -> None:
-    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_bad_steps=3")
+def test_non_finite_loss_is_never_applied(tiny_config_path, tiny_corpus, tmp_path, monkeypatch) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "train.max_bad_steps=3")
     before = [p.detach().clone() for p in trainer.model.parameters()]
     monkeypatch.setattr(
-        "mt_cli.training.token_loss", lambda logits, target, smoothing: logits.sum() * math.nan
+        "mt_cli.train.trainer.token_loss", lambda logits, target, smoothing: logits.sum() * math.nan
     )
     with pytest.raises(TrainingError, match="not finite for 3 updates in a row"):
         trainer.fit()
@@ -185,30 +198,14 @@ def test_non_finite_loss_is_never_applied(tiny_config_path, tiny_data, tmp_path,
         assert torch.equal(a, b)
 
 
-def test_padding_and_smoothing_do_not_count_as_tokens() -> None:
-    batch = collate([[5, 6, 3], [7, 3]], [[2, 8, 9, 10, 3], [2, 11, 3]])
-    assert batch.tgt_tokens == 4 + 2  # tgt_out real tokens only
-    logits = torch.randn(2, batch.tgt_out.size(1), 20)
-    summed = token_loss(logits, batch.tgt_out, 0.0)
-    by_hand = sum(
-        -logits[b, t].log_softmax(-1)[batch.tgt_out[b, t]]
-        for b in range(2)
-        for t in range(batch.tgt_out.size(1))
-        if batch.tgt_out[b, t] != 0
-    )
-    torch.testing.assert_close(summed, by_hand)
-    smoothed = token_loss(logits, batch.tgt_out, 0.1)
-    assert smoothed > 0 and not torch.isclose(smoothed, summed)
-
-
-def test_validation_loss_is_unsmoothed_nll(tiny_config_path, tiny_data, tmp_path) -> None:
-    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path)
+def test_validation_loss_is_unsmoothed_nll(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path)
     model = trainer.model.eval()
     v = trainer.validator
     total = tokens = 0.0
     with torch.no_grad():
-        for src, tgt in zip(v.val_src, v.val_tgt):
-            batch = collate([src], [tgt]).to(trainer.device)
+        for i in range(len(v.val_pairs)):
+            batch = v.val_pairs.collate([i]).to(trainer.device)
             total += float(
                 token_loss(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask), batch.tgt_out, 0.0)
             )
@@ -236,8 +233,8 @@ def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
 
 def test_emulated_bf16_is_refused_before_any_work(tmp_path, monkeypatch) -> None:
     # Any CPU can pretend to lack bf16; the refusal must come before the corpus is even read.
-    monkeypatch.setattr("mt_cli.device.cpu_has_native_bf16", lambda: False)
-    monkeypatch.setattr("mt_cli.training.prepare_training_data", lambda *args: pytest.fail("read the corpus"))
+    monkeypatch.setattr("mt_cli.runtime.device.cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr("mt_cli.train.run.load_training_splits", lambda *args: pytest.fail("read the corpus"))
     args = [
         "train",
         "--config",
@@ -255,8 +252,8 @@ def test_emulated_bf16_is_refused_before_any_work(tmp_path, monkeypatch) -> None
     assert not (tmp_path / "run").exists()
 
 
-def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, tiny_data, tmp_path) -> None:
-    make_trainer(tiny_config_path, tiny_data, tmp_path / "run", "train.max_steps=2").fit()
+def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    make_trainer(tiny_config_path, tiny_corpus, tmp_path / "run", "train.max_steps=2").fit()
     last = tmp_path / "run" / "checkpoints" / "last.pt"
     before = last.read_bytes()
     result = run_mt("train", "--config", "tiny", "--run", str(tmp_path / "run"))
@@ -330,12 +327,12 @@ def test_two_process_gloo_ddp_trains(tmp_path, data_dir) -> None:
 
 
 @pytest.mark.slow
-def test_compiled_training_checkpoints_load_without_compile(tiny_config_path, tiny_data, tmp_path) -> None:
-    trainer = make_trainer(tiny_config_path, tiny_data, tmp_path, "train.max_steps=3", "train.compile=true")
+def test_compiled_training_checkpoints_load_without_compile(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "train.max_steps=3", "train.compile=true")
     trainer.fit()
     payload = load_checkpoint(trainer.run.last)
     assert not any(key.startswith("_orig_mod.") for key in payload["model"])
-    fresh = make_trainer(tiny_config_path, tiny_data, tmp_path / "fresh")
+    fresh = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "fresh")
     fresh.model.load_state_dict(payload["model"])
 
 

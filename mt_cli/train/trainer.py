@@ -10,29 +10,26 @@ so resuming needs no scheduler state.
 from __future__ import annotations
 
 import math
-import shutil
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
-from mt_cli.config import Config, config_to_dict, save_config
-from mt_cli.data import Batch, TokenBatchSampler, collate, epoch_seed, pair_widths
-from mt_cli.device import amp_dtype, autocast, resolve_device
-from mt_cli.distributed import Distributed
-from mt_cli.errors import CheckpointError, InputError, RunFailure
-from mt_cli.model import build_model, count_parameters
-from mt_cli.optim import learning_rate, make_optimizer
-from mt_cli.preparation import TrainingData, prepare_training_data
-from mt_cli.progress import LogFile, MetricsLog, Progress, capture_rng, restore_rng
-from mt_cli.tokenizer import PAD_ID
-from mt_cli.validation import Validator
+from mt_cli.config import Config, config_to_dict
+from mt_cli.data.batch import Batch
+from mt_cli.data.prepare import TrainingData
+from mt_cli.data.sampler import TokenBatchSampler, epoch_seed
+from mt_cli.errors import CheckpointError, RunFailure
+from mt_cli.model.loss import token_loss
+from mt_cli.model.transformer import build_model, count_parameters
+from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
+from mt_cli.runtime.distributed import Distributed
+from mt_cli.train.optim import learning_rate, make_optimizer
+from mt_cli.train.progress import MetricsLog, Progress, capture_rng, restore_rng
+from mt_cli.train.validation import Validator
 
 
 class TrainingError(RunFailure):
@@ -41,17 +38,6 @@ class TrainingError(RunFailure):
 
 class Interrupted(Exception):
     """SIGINT/SIGTERM arrived; ``last.pt`` was saved. The CLI exits 130 with the message."""
-
-
-def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
-    """Summed cross-entropy over real target tokens; padding positions count for nothing."""
-    return F.cross_entropy(
-        logits.reshape(-1, logits.size(-1)).float(),  # (B*T, V)
-        target.reshape(-1),  # (B*T,)
-        ignore_index=PAD_ID,
-        label_smoothing=smoothing,
-        reduction="sum",
-    )
 
 
 class Trainer:
@@ -66,10 +52,10 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, tc)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
         self.progress = Progress()
-        # This epoch's training ids: BPE-dropout replaces them at every epoch (see begin_epoch).
-        self.train_src, self.train_tgt = data.train_src, data.train_tgt
+        # This epoch's training pairs: BPE-dropout draws new ones at every epoch (see begin_epoch).
+        self.pairs, self.pairs_epoch = data.train.epoch(epoch_seed(tc.seed, 0)), 0
         self.sampler = TokenBatchSampler(
-            *pair_widths(self.train_src, self.train_tgt),
+            *self.pairs.widths(),
             tc.max_tokens,
             shuffle=True,
             seed=tc.seed,
@@ -89,6 +75,7 @@ class Trainer:
         save_checkpoint(
             {
                 "model": self.model.state_dict(),
+                "card": config_to_dict(self.validator.card),
                 "config": config_to_dict(self.cfg),
                 "optimizer": self.optimizer.state_dict(),
                 "scaler": self.scaler.state_dict(),
@@ -117,45 +104,43 @@ class Trainer:
 
     # ---- one update ----------------------------------------------------------------------
     def update(self, batches: list[Batch]) -> tuple[float, float]:
-        """Forward, backward and one optimizer step; returns (loss per target token, grad norm)."""
+        """One optimizer update over ``accum_steps`` batches: (loss per target token, grad norm)."""
         tc = self.cfg.train
-        tokens = self.dist.sum(sum(b.tgt_tokens for b in batches))
+        tokens = self.dist.sum(sum(b.tgt_tokens for b in batches))  # real target tokens, all ranks
         total_loss = 0.0
         for i, batch in enumerate(batches):
-            batch = batch.to(self.device)
-            sync = i == len(batches) - 1
-            with self.dist.no_sync(self.ddp) if not sync else nullcontext():
+            b = batch.to(self.device)
+            with nullcontext() if i == len(batches) - 1 else self.dist.no_sync(self.ddp):
                 with autocast(self.device, self.dtype):
-                    logits = self.forward(
-                        batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask
-                    )  # (B, T, V)
-                    loss = token_loss(logits, batch.tgt_out, tc.label_smoothing)
+                    logits = self.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask)  # (B, T, V)
+                    loss = token_loss(logits, b.tgt_out, tc.label_smoothing)  # summed over tokens
                 # DDP averages gradients over ranks; scale so the result is a per-token mean.
                 self.scaler.scale(loss * self.dist.world_size / tokens).backward()
             total_loss += loss.item()
         self.scaler.unscale_(self.optimizer)
-        max_norm = tc.clip_norm if tc.clip_norm > 0 else math.inf
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
-        applied = math.isfinite(grad_norm)
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_norm or math.inf))
         lr = learning_rate(self.progress.step + 1, tc, self.cfg.model.d_model, self.budget_used())
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        if applied or self.scaler.is_enabled():  # the fp16 scaler skips non-finite steps itself
+        if math.isfinite(grad_norm) or self.scaler.is_enabled():  # the fp16 scaler skips those itself
             self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        if applied:
-            self.progress.step += 1
-            self.progress.bad_steps = 0
-        else:
-            self.progress.bad_steps += 1
-            self.progress.skipped_steps += 1
-            if self.progress.bad_steps >= tc.max_bad_steps:
-                raise TrainingError(
-                    f"the gradient was not finite for {tc.max_bad_steps} updates in a row at update "
-                    f"{self.progress.step}; lower train.lr or use train.amp=bf16/off"
-                )
+        self.count_update(applied=math.isfinite(grad_norm))
         return total_loss / max(sum(b.tgt_tokens for b in batches), 1), grad_norm
+
+    def count_update(self, applied: bool) -> None:
+        """Count an applied update, or a skipped one (non-finite gradient); too many skips in a row stop."""
+        p, tc = self.progress, self.cfg.train
+        if applied:
+            p.step, p.bad_steps = p.step + 1, 0
+            return
+        p.bad_steps, p.skipped_steps = p.bad_steps + 1, p.skipped_steps + 1
+        if p.bad_steps >= tc.max_bad_steps:
+            raise TrainingError(
+                f"the gradient was not finite for {tc.max_bad_steps} updates in a row at update "
+                f"{p.step}; lower train.lr or use train.amp=bf16/off"
+            )
 
     # ---- the loop --------------------------------------------------------------------------
     def begin_epoch(self) -> None:
@@ -164,13 +149,11 @@ class Trainer:
         With BPE-dropout the training pairs are first re-segmented, seeded by (seed, epoch) so
         that a resumed epoch gets the same pieces and hence the same batches.
         """
-        p, k = self.progress, self.cfg.tokenizer
-        if k.src_bpe_dropout or k.tgt_bpe_dropout:
-            seed = epoch_seed(self.cfg.train.seed, p.epoch)
-            self.train_src, self.train_tgt = self.data.segment_with_dropout(
-                k.src_bpe_dropout, k.tgt_bpe_dropout, seed, self.cfg.data.max_len
-            )
-            self.sampler.set_lengths(*pair_widths(self.train_src, self.train_tgt))
+        p = self.progress
+        if p.epoch != self.pairs_epoch:
+            self.pairs = self.data.train.epoch(epoch_seed(self.cfg.train.seed, p.epoch))
+            self.pairs_epoch = p.epoch
+            self.sampler.set_lengths(*self.pairs.widths())
         self.sampler.set_epoch(p.epoch)
         self.sampler.start_at(p.batch_in_epoch)
 
@@ -178,7 +161,7 @@ class Trainer:
         """The remaining updates of the current epoch, from the position ``begin_epoch`` set."""
         group: list[Batch] = []
         for indices in self.sampler:
-            group.append(collate([self.train_src[i] for i in indices], [self.train_tgt[i] for i in indices]))
+            group.append(self.pairs.collate(indices))
             if len(group) == self.cfg.train.accum_steps:
                 yield group
                 group = []
@@ -324,69 +307,3 @@ class Trainer:
             leave=False,
             dynamic_ncols=True,
         )
-
-    def install_signal_handlers(self) -> dict:
-        def request_stop(signum: int, frame: object) -> None:
-            self.stop_signal = signal.Signals(signum).name
-            signal.signal(signum, previous[signum])  # a second Ctrl-C is not polite any more
-
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        for s in previous:
-            signal.signal(s, request_stop)
-        return previous
-
-
-def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
-    """``mt train``: from a validated config to a trained, scored run directory.
-
-    Every log line also goes to ``RUN/train.log``. A run directory this call created is removed
-    again if the command fails or is interrupted before the first checkpoint: nothing of value
-    is in it yet, and an empty run would block the next fresh start.
-    """
-    run = RunDir(Path(run_dir))
-    device = resolve_device(cfg.train.device)
-    dist = Distributed.from_env(device)
-    created = dist.is_main and not run.root.exists()
-    try:
-        amp_dtype(device, cfg.train.amp)  # refuse a bad precision before any work
-        if run.root.exists() and not run.root.is_dir():
-            raise InputError(f"run directory {run.root} is a file; give a directory for --run")
-        if resume and not run.last.exists():
-            raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
-        if not resume and (previous := run.previous_training()):
-            # A fresh start would mix its checkpoints and metrics with the old run's and replace best.pt.
-            raise CheckpointError(
-                f"{run.root} already holds a training run ({previous[0]}); continue it with "
-                f"`mt train --run {run.root} --resume`, or train into another --run"
-            )
-        if dist.is_main:
-            run.root.mkdir(parents=True, exist_ok=True)
-            save_config(cfg, run.config)
-            log = LogFile(run.log, echo=log)
-        return _train_in(cfg, run, resume, dist, log)
-    except BaseException:
-        if created and not any(run.checkpoints.glob("*.pt")):
-            shutil.rmtree(run.root, ignore_errors=True)
-        raise
-    finally:
-        dist.close()
-
-
-def _train_in(cfg: Config, run: RunDir, resume: bool, dist: Distributed, log: Callable[[str], None]) -> dict:
-    torch.manual_seed(cfg.train.seed)
-    data = prepare_training_data(cfg, run, dist, log)
-    trainer = Trainer(cfg, run, data, dist, log if dist.is_main else (lambda message: None))
-    if resume:
-        trainer.resume()
-    previous = trainer.install_signal_handlers()
-    try:
-        progress = trainer.fit()
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if not dist.is_main:
-        return {}
-    report = trainer.validator.finish(progress)
-    for name, scores in report["scores"].items():
-        log(f"{report['split']} {name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f}")
-    return report

@@ -32,7 +32,8 @@ class Distributed:
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         if device.type == "cuda" and local_rank >= (gpus := torch.cuda.device_count()):
             raise ConfigError(
-                f"torchrun started local rank {local_rank}, but only {gpus} CUDA GPU(s) are visible; start at most "
+                f"torchrun started local rank {local_rank}, but only {gpus} CUDA GPU(s) are visible; "
+                "start at most "
                 f"{gpus} processes per node, or train on the CPU with --set train.device=cpu"
             )
         torch_dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")

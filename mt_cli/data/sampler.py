@@ -1,0 +1,143 @@
+"""Token-budget batches: the one batcher that training, validation and translation share.
+
+``fill_batches`` packs items, in the order given, into batches whose padded size stays under
+a token budget; ``TokenBatchSampler`` gives it the training pairs sorted by length, shuffles
+the batches per epoch and shards them over DDP ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import torch
+
+from mt_cli.errors import DataError
+
+
+def fill_batches(order: Iterable[int], widths: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
+    """Items of ``order`` packed greedily, in that order, into batches under ``max_tokens``.
+
+    ``widths`` holds one width per item for each padded tensor (e.g. source and target); a
+    batch costs its sentence count times the sum of its widest item per tensor. An item wider
+    than the budget forms a batch of its own. Given items sorted by width, padding stays small.
+    """
+    batches: list[list[int]] = []
+    current: list[int] = []
+    widest = [0] * len(widths)
+    for i in order:
+        grown = [max(w, column[i]) for w, column in zip(widest, widths, strict=True)]
+        if current and sum(grown) * (len(current) + 1) > max_tokens:
+            batches.append(current)
+            current, grown = [], [column[i] for column in widths]
+        current.append(i)
+        widest = grown
+    if current:
+        batches.append(current)
+    return batches
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """One epoch's seed for batch order and BPE-dropout.
+
+    Mixed rather than seed + epoch, so that (seed 1, epoch 1) and (seed 2, epoch 0) differ.
+    """
+    return (seed * 1_000_003 + epoch) % 2**63
+
+
+class TokenBatchSampler:
+    """Batches of example indices, bucketed by length and filled to a padded-token budget.
+
+    Budget: (longest src + longest tgt) * sentences <= max_tokens; a single pair longer than
+    the budget forms a batch of its own. Pairs are sorted by (src length, tgt length) so the
+    padding stays small on both sides. With ``shuffle`` the tie order within equal lengths
+    and the order of the batches change with the epoch (seeded ``torch.Generator``); without
+    it the sorted order is kept (callers restore the original order by index).
+
+    Sharding: all ranks build the same global list of batches and rank r takes batches
+    r, r + W, r + 2W, ... To give every rank the same number of batches (DDP needs it) without
+    dropping or repeating a pair, the largest batches are halved until the count divides by
+    the world size; so each pair appears exactly once per epoch across ranks.
+
+    Resume: ``set_epoch(e)`` then ``start_at(i)`` makes the next iteration yield exactly the
+    batches from index i of this rank's epoch. ``len()`` is the full per-rank epoch length.
+    """
+
+    def __init__(
+        self,
+        src_lengths: Sequence[int],
+        tgt_lengths: Sequence[int],
+        max_tokens: int,
+        shuffle: bool,
+        seed: int,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        if max_tokens < 1 or world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(
+                f"bad sampler settings max_tokens={max_tokens} rank={rank} world_size={world_size}"
+            )
+        self.max_tokens, self.shuffle, self.seed = max_tokens, shuffle, seed
+        self.rank, self.world_size = rank, world_size
+        self.epoch = 0
+        self._start = 0
+        self.set_lengths(src_lengths, tgt_lengths)
+
+    def set_lengths(self, src_lengths: Sequence[int], tgt_lengths: Sequence[int]) -> None:
+        """Per-pair widths to batch by; BPE-dropout changes them every epoch."""
+        if len(src_lengths) != len(tgt_lengths):
+            raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
+        self.src_lengths = [int(n) for n in src_lengths]
+        self.tgt_lengths = [int(n) for n in tgt_lengths]
+        self._cache: tuple[int, list[list[int]]] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def start_at(self, batch_index: int) -> None:
+        """Skip the first ``batch_index`` batches of the next iteration only (mid-epoch resume)."""
+        if not 0 <= batch_index <= len(self):
+            raise ValueError(f"batch index {batch_index} is outside this epoch's {len(self)} batches")
+        self._start = batch_index
+
+    def global_batches(self) -> list[list[int]]:
+        """This epoch's batches for all ranks, in order (rank r takes every W-th from r)."""
+        if self._cache is None or self._cache[0] != self.epoch:
+            self._cache = (self.epoch, self._build(self.epoch))
+        return self._cache[1]
+
+    def batches(self) -> list[list[int]]:
+        return self.global_batches()[self.rank :: self.world_size]
+
+    def __len__(self) -> int:
+        return len(self.global_batches()) // self.world_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        start, self._start = self._start, 0
+        return iter(self.batches()[start:])
+
+    def _build(self, epoch: int) -> list[list[int]]:
+        n = len(self.src_lengths)
+        if n == 0:
+            return []
+        src, tgt = self.src_lengths, self.tgt_lengths
+        generator = torch.Generator()
+        generator.manual_seed(epoch_seed(self.seed, epoch))
+        order: Sequence[int] = torch.randperm(n, generator=generator).tolist() if self.shuffle else range(n)
+        order = sorted(order, key=lambda i: (src[i], tgt[i]))  # stable: ties keep the shuffled order
+
+        batches = fill_batches(order, (src, tgt), self.max_tokens)
+
+        while len(batches) % self.world_size:
+            largest = max(range(len(batches)), key=lambda k: len(batches[k]))
+            batch = batches[largest]
+            if len(batch) < 2:
+                raise DataError(
+                    f"cannot give {self.world_size} processes equal shares of {n} pairs at "
+                    f"max_tokens={self.max_tokens}; use fewer processes or a larger train.max_tokens"
+                )
+            half = len(batch) // 2
+            batches[largest : largest + 1] = [batch[:half], batch[half:]]
+
+        if self.shuffle:
+            batches = [batches[k] for k in torch.randperm(len(batches), generator=generator).tolist()]
+        return batches

@@ -1,0 +1,147 @@
+"""The value ranges and cross-key rules that types alone cannot express, each checked once.
+
+A recipe passes all of them when it loads (``config.load_config``); a trained model's card
+(``config.ModelCard``) passes those of the sections inference reads (data, model, decode), so a
+training section that a later version of mt would reject does not stop a model from translating.
+Nothing else in mt re-checks these; code below the config trusts them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mt_cli.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mt_cli.config import Config, DataConfig, DecodeConfig, ModelConfig, TokenizerConfig, TrainConfig
+
+SPLITS = ("train", "val", "test2016", "test2017", "mscoco2017", "test2018")
+_PROBABILITIES = (
+    "dropout",
+    "attention_dropout",
+    "activation_dropout",
+    "src_token_dropout",
+    "tgt_token_dropout",
+)
+
+
+def require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def check_recipe(cfg: Config) -> None:
+    """Every rule, for a recipe that is about to train."""
+    check_data(cfg.data)
+    check_model(cfg.model)
+    check_decode(cfg.decode, cfg.model)
+    check_tokenizer(cfg.tokenizer, cfg.model)
+    check_train(cfg.train)
+    d, m, t = cfg.data, cfg.model, cfg.train
+    require(
+        d.max_len + 2 <= m.max_positions,
+        f"model.max_positions={m.max_positions} must be at least data.max_len + 2 = {d.max_len + 2}",
+    )
+    require(
+        t.max_tokens >= 2 * d.max_len,
+        f"train.max_tokens={t.max_tokens} must hold one pair of data.max_len={d.max_len} tokens per side "
+        f"(>= {2 * d.max_len})",
+    )
+
+
+def check_data(d: DataConfig) -> None:
+    require(d.src_lang != d.tgt_lang, f"data.src_lang and data.tgt_lang are both {d.src_lang!r}")
+    require(d.max_len >= 2, f"data.max_len={d.max_len} must be at least 2")
+    require(d.train_limit is None or d.train_limit > 0, f"data.train_limit={d.train_limit} must be positive")
+    splits = ", ".join(SPLITS)
+    require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
+    for split, pair in d.files.items():
+        require(split in SPLITS, f"data.files.{split} is not a split; choose from {splits}")
+        require(len(pair) == 2, f"data.files.{split} must be [source_file, target_file]")
+    if d.source == "files":
+        require("train" in d.files, "data.source=files needs data.files.train: [source_file, target_file]")
+
+
+def check_model(m: ModelConfig) -> None:
+    for name in ("d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
+        require(getattr(m, name) >= 1, f"model.{name}={getattr(m, name)} must be at least 1")
+    require(
+        m.d_model % m.n_heads == 0, f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}"
+    )
+    require(m.d_model % 2 == 0, f"model.d_model={m.d_model} must be even (sinusoidal positions)")
+    for name in _PROBABILITIES:
+        require(0.0 <= getattr(m, name) < 1.0, f"model.{name}={getattr(m, name)} must be in [0, 1)")
+
+
+def check_decode(dec: DecodeConfig, m: ModelConfig) -> None:
+    require(dec.beam_size >= 1, f"decode.beam_size={dec.beam_size} must be at least 1")
+    require(
+        dec.max_len_a >= 0 and dec.max_len_b >= 1, "decode.max_len_a must be >= 0 and decode.max_len_b >= 1"
+    )
+    require(
+        dec.max_tokens >= m.max_positions,
+        f"decode.max_tokens={dec.max_tokens} must be >= model.max_positions={m.max_positions}",
+    )
+
+
+def check_tokenizer(tok: TokenizerConfig, m: ModelConfig) -> None:
+    for name in ("src_vocab_size", "tgt_vocab_size"):
+        require(getattr(tok, name) >= 8, f"tokenizer.{name}={getattr(tok, name)} must be at least 8")
+    require(0.0 < tok.character_coverage <= 1.0, "tokenizer.character_coverage must be in (0, 1]")
+    for name in ("src_bpe_dropout", "tgt_bpe_dropout"):
+        value = getattr(tok, name)
+        require(0.0 <= value < 1.0, f"tokenizer.{name}={value} must be in [0, 1)")
+        require(
+            value == 0.0 or tok.model_type == "bpe",
+            f"tokenizer.{name} needs tokenizer.model_type=bpe (got {tok.model_type!r})",
+        )
+    require(
+        not m.share_embeddings or tok.src_vocab_size == tok.tgt_vocab_size,
+        "model.share_embeddings needs tokenizer.src_vocab_size == tokenizer.tgt_vocab_size "
+        f"(got {tok.src_vocab_size} and {tok.tgt_vocab_size})",
+    )
+
+
+def check_train(t: TrainConfig) -> None:
+    for name in (
+        "accum_steps",
+        "keep_last",
+        "save_every_steps",
+        "log_every_steps",
+        "max_bad_steps",
+        "max_epochs",
+    ):
+        require(getattr(t, name) >= 1, f"train.{name}={getattr(t, name)} must be at least 1")
+    for name in ("max_steps", "validate_every_steps", "patience", "warmup_steps", "average_last"):
+        require(getattr(t, name) >= 0, f"train.{name}={getattr(t, name)} must be >= 0")
+    require(t.lr > 0, f"train.lr={t.lr} must be positive")
+    require(t.max_minutes >= 0, f"train.max_minutes={t.max_minutes} must be >= 0")
+    require(0.0 <= t.label_smoothing < 1.0, f"train.label_smoothing={t.label_smoothing} must be in [0, 1)")
+    require(t.clip_norm >= 0, f"train.clip_norm={t.clip_norm} must be >= 0 (0 disables)")
+    require(t.weight_decay >= 0, f"train.weight_decay={t.weight_decay} must be >= 0")
+    require(all(0 <= b < 1 for b in t.optimizer_betas), "train.optimizer_betas must each be in [0, 1)")
+    require(
+        t.average_last <= t.keep_last,
+        f"train.average_last={t.average_last} cannot exceed train.keep_last={t.keep_last}",
+    )
+    check_schedule(t)
+
+
+def check_schedule(t: TrainConfig) -> None:
+    require(
+        t.schedule == "constant" or t.warmup_steps >= 1,
+        f"train.schedule={t.schedule} needs train.warmup_steps >= 1",
+    )
+    decays = t.schedule in ("cosine", "linear")
+    if decays and t.lr_horizon == "max_minutes":
+        require(
+            t.max_minutes > 0,
+            "train.lr_horizon=max_minutes needs a time budget: "
+            f"set train.max_minutes > 0 (got {t.max_minutes})",
+        )
+    require(
+        not decays or t.max_steps > t.warmup_steps or (t.lr_horizon == "max_minutes" and t.max_steps == 0),
+        f"train.schedule={t.schedule} decays to zero at train.max_steps, which must exceed "
+        f"train.warmup_steps={t.warmup_steps} (got {t.max_steps}; "
+        "with train.lr_horizon=max_minutes, 0 means no cap)",
+    )

@@ -1,0 +1,156 @@
+"""What ``mt train`` and ``mt prepare`` do around the training loop: the run directory, the
+tokenizers (trained by rank 0 while the other ranks wait), the data, and the closing scores.
+
+A run directory that a command created is removed again if the command fails or is interrupted
+before the first checkpoint: nothing of value is in it yet, and an empty run would block the next
+fresh start. Tokenizers of a run that has checkpoints are never retrained: the checkpoints depend
+on them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from mt_cli.checkpoint import RunDir
+from mt_cli.config import Config, save_config
+from mt_cli.data.prepare import TrainingData, describe_corpus, load_training_splits, training_data
+from mt_cli.errors import CheckpointError, InputError
+from mt_cli.runtime.device import amp_dtype, resolve_device
+from mt_cli.runtime.distributed import Distributed
+from mt_cli.text.tokenizer import Tokenizer, load_tokenizers, prepare_tokenizers, tokenizer_path
+from mt_cli.train.progress import LogFile
+from mt_cli.train.trainer import Trainer
+
+if TYPE_CHECKING:
+    import datasets
+
+
+def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
+    """``mt train``: from a validated config to a trained, scored run directory.
+
+    Every log line of the main process also goes to ``RUN/train.log``.
+    """
+    run = RunDir(Path(run_dir))
+    device = resolve_device(cfg.train.device)
+    dist = Distributed.from_env(device)
+    try:
+        amp_dtype(device, cfg.train.amp)  # refuse a bad precision before any work
+        _check_start(run, resume)
+        with _removed_on_failure(run, enabled=dist.is_main):
+            if dist.is_main:
+                save_config(cfg, run.config)
+                log = LogFile(run.log, echo=log)
+            return _train_in(cfg, run, resume, dist, log if dist.is_main else (lambda message: None))
+    finally:
+        dist.close()
+
+
+def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]:
+    """``mt prepare``: load every split, train or reuse the tokenizers, and report on both."""
+    from tqdm import tqdm
+
+    from mt_cli.data.corpus import load_corpus
+
+    run = RunDir(run_dir)
+    _check_directory(run)
+    with tqdm(total=3, desc="prepare", unit="stage", leave=False, disable=None) as bar:
+        corpus = load_corpus(cfg.data)
+        bar.update()
+        with _removed_on_failure(run, enabled=True):
+            src_tok, tgt_tok = _tokenizers(cfg, run, corpus["train"], Distributed(), log)
+        bar.update()
+        report = describe_corpus(corpus, src_tok, tgt_tok)
+        bar.update()
+    paths = (tokenizer_path(run.root, tok.lang) for tok in (src_tok, tgt_tok))
+    return [*report, f"tokenizers: {', '.join(map(str, paths))}"]
+
+
+def _check_directory(run: RunDir) -> None:
+    if run.root.exists() and not run.root.is_dir():
+        raise InputError(f"run directory {run.root} is a file; give a directory for --run")
+
+
+def _check_start(run: RunDir, resume: bool) -> None:
+    _check_directory(run)
+    if resume and not run.last.exists():
+        raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
+    if not resume and (previous := run.previous_training()):
+        # A fresh start would mix its checkpoints and metrics with the old run's and replace best.pt.
+        raise CheckpointError(
+            f"{run.root} already holds a training run ({previous[0]}); continue it with "
+            f"`mt train --run {run.root} --resume`, or train into another --run"
+        )
+
+
+@contextmanager
+def _removed_on_failure(run: RunDir, enabled: bool) -> Iterator[None]:
+    """Create the run directory; remove it again if the block fails before any checkpoint."""
+    created = enabled and not run.root.exists()
+    if enabled:
+        run.root.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if created and not any(run.checkpoints.glob("*.pt")):
+            shutil.rmtree(run.root, ignore_errors=True)
+        raise
+
+
+def _tokenizers(
+    cfg: Config, run: RunDir, train: datasets.Dataset, dist: Distributed, log: Callable[[str], None]
+) -> tuple[Tokenizer, Tokenizer]:
+    """Train (rank 0) or reuse the two tokenizers; the other ranks wait, then load them."""
+    if dist.is_main:
+        frozen = bool(run.previous_training())
+        prepare_tokenizers(cfg, run.root, train["src"], train["tgt"], log=log, frozen=frozen)
+    dist.barrier()
+    return load_tokenizers(run.root, cfg.data.src_lang, cfg.data.tgt_lang)
+
+
+def prepare_data(cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None]) -> TrainingData:
+    """The splits, the tokenizers (trained by rank 0 into the run directory, or reused) and the
+    encoded training pairs: everything the trainer reads."""
+    corpus = load_training_splits(cfg, log)
+    src_tok, tgt_tok = _tokenizers(cfg, run, corpus["train"], dist, log)
+    return training_data(cfg, corpus, src_tok, tgt_tok, log)
+
+
+def _train_in(cfg: Config, run: RunDir, resume: bool, dist: Distributed, log: Callable[[str], None]) -> dict:
+    torch.manual_seed(cfg.train.seed)
+    trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, log), dist, log)
+    if resume:
+        trainer.resume()
+    with _stop_requests(trainer):
+        progress = trainer.fit()
+    if not dist.is_main:
+        return {}
+    report = trainer.validator.finish(progress)
+    for name, scores in report["scores"].items():
+        log(f"{report['split']} {name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f}")
+    return report
+
+
+@contextmanager
+def _stop_requests(trainer: Trainer) -> Iterator[None]:
+    """Ctrl-C and SIGTERM ask the trainer to stop at the next update (it saves last.pt first); a
+    second one gets the default behaviour back. The previous handlers return afterwards."""
+
+    def request_stop(signum: int, frame: object) -> None:
+        trainer.stop_signal = signal.Signals(signum).name
+        signal.signal(signum, previous[signum])
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in previous:
+        signal.signal(s, request_stop)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
