@@ -20,10 +20,15 @@ from typing import IO, Any, BinaryIO
 from mt_cli.errors import DataError, InputError
 
 
+def _temporary_next_to(path: Path) -> tuple[int, str]:
+    """A new hidden file ``.NAME.XXXX.tmp`` in ``path``'s directory: renaming it over ``path`` is atomic."""
+    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+
+
 def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], Any]) -> None:
     """Call ``write(file)`` on a temporary file next to ``path``, then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temporary_next_to(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
@@ -69,9 +74,7 @@ class AtomicTextOutput:
     def __init__(self, path: Path, option: str = "--output") -> None:
         check_output_path(path, option)
         self.path = path
-        fd, self.tmp = tempfile.mkstemp(
-            dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp"
-        )
+        fd, self.tmp = _temporary_next_to(path)
         self.handle: IO[str] = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
     def write(self, text: str) -> None:

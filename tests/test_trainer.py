@@ -149,7 +149,7 @@ def test_bpe_dropout_resegments_every_epoch(tiny_config_path, tiny_corpus, tmp_p
         tmp_path / "both",
         "tokenizer.src_bpe_dropout=0.1",
         "tokenizer.tgt_bpe_dropout=0.1",
-    )  # fmt: skip  (the two overrides side by side)
+    )
     both.begin_epoch()
     assert both.pairs.tgt != fixed.tgt
     assert tgt_tok.decode(both.pairs.tgt) == tgt_tok.decode(fixed.tgt)

@@ -17,7 +17,7 @@ as ``Translator`` batches (sorted by length, token budget), against the tutorial
 every step) on the textbook model. Without ``--run`` the weights are random: such a model rarely
 emits EOS, so outputs mostly run to the length limit, a worst case for decoding.
 
-Timing and memory: ``tools.timing``; the printed table: ``format_report``.
+Timing, memory and the printed table: ``tools.timing``.
 """
 
 from __future__ import annotations
@@ -285,39 +285,3 @@ def _ratios(
     ratios["greedy: naive nn.Transformer / ours time"] = naive["median_s"] / greedy["median_s"]
     ratios[f"beam{beam} / greedy time (ours)"] = beamed["median_s"] / greedy["median_s"]
     return ratios
-
-
-def format_report(report: dict[str, Any]) -> list[str]:
-    m = report["model"]
-    lines = [
-        f"device {report['device']} | torch {report['torch']}",
-        f"model d_model={m['d_model']} layers={m['encoder_layers']}+{m['decoder_layers']} "
-        f"{m['parameters'] / 1e6:.2f}M parameters | weights: {report['weights']}",
-        f"train: {report['train_batches']} batches x {report['repeats']} timed repeats; translate: "
-        f"{report['sentences']} {TEST_SPLIT} sentences x {report['decode_repeats']} timed repeats (medians)",
-        "",
-        f"{'task':<10}{'implementation':<29}{'prec':<6}{'median s':>10}{'tokens/s':>11}"
-        f"{'sent/s':>9}{'peak MiB':>10}",
-    ]
-    for r in report["rows"]:
-        sent = f"{r['sentences_per_s']:.1f}" if r["sentences_per_s"] else "-"
-        lines.append(
-            f"{r['task']:<10}{r['impl']:<29}{r['precision']:<6}{r['median_s']:>10.3f}"
-            f"{r['tokens_per_s']:>11,.0f}{sent:>9}{r['peak_mib']:>10.1f}"
-        )
-    lines.append("")
-    for name, value in report["ratios"].items():
-        lines.append(f"{name:<46}{value:>8.2f}x")
-    lines.append(f"{'naive output equals our greedy':<46}{report['naive_matches_greedy']:>9.1%}")
-    lines += [
-        "",
-        "tokens/s: train = real source+target tokens per forward+backward+AdamW step; "
-        "translate = generated tokens (EOS included)",
-        "peak MiB: above what the row held before (weights, optimizer state), on its largest batch; "
-        + (
-            "CUDA allocated memory"
-            if report["device"].startswith("cuda")
-            else "growth of the process's resident set"
-        ),
-    ]
-    return lines

@@ -1,4 +1,4 @@
-"""Timing and peak memory of ``mt bench``'s rows.
+"""Timing, peak memory and the printed table of ``mt bench``'s rows.
 
 Timed repeats are interleaved, in alternating order (A B C, C B A, ...), so that slow drifts of
 the machine hit every row alike; the table shows medians and ratios of medians.
@@ -115,3 +115,39 @@ def measure_peaks(rows: list[Row], device: torch.device) -> None:
         if libc is not None:
             # A fixed threshold cannot be undone; 32 MiB is where glibc's dynamic one tops out.
             libc.mallopt(-3, 32 * 2**20)
+
+
+def format_report(report: dict[str, Any]) -> list[str]:
+    m = report["model"]
+    lines = [
+        f"device {report['device']} | torch {report['torch']}",
+        f"model d_model={m['d_model']} layers={m['encoder_layers']}+{m['decoder_layers']} "
+        f"{m['parameters'] / 1e6:.2f}M parameters | weights: {report['weights']}",
+        f"train: {report['train_batches']} batches x {report['repeats']} timed repeats; translate: "
+        f"{report['sentences']} test2016 sentences x {report['decode_repeats']} timed repeats (medians)",
+        "",
+        f"{'task':<10}{'implementation':<29}{'prec':<6}{'median s':>10}{'tokens/s':>11}"
+        f"{'sent/s':>9}{'peak MiB':>10}",
+    ]
+    for r in report["rows"]:
+        sent = f"{r['sentences_per_s']:.1f}" if r["sentences_per_s"] else "-"
+        lines.append(
+            f"{r['task']:<10}{r['impl']:<29}{r['precision']:<6}{r['median_s']:>10.3f}"
+            f"{r['tokens_per_s']:>11,.0f}{sent:>9}{r['peak_mib']:>10.1f}"
+        )
+    lines.append("")
+    for name, value in report["ratios"].items():
+        lines.append(f"{name:<46}{value:>8.2f}x")
+    lines.append(f"{'naive output equals our greedy':<46}{report['naive_matches_greedy']:>9.1%}")
+    lines += [
+        "",
+        "tokens/s: train = real source+target tokens per forward+backward+AdamW step; "
+        "translate = generated tokens (EOS included)",
+        "peak MiB: above what the row held before (weights, optimizer state), on its largest batch; "
+        + (
+            "CUDA allocated memory"
+            if report["device"].startswith("cuda")
+            else "growth of the process's resident set"
+        ),
+    ]
+    return lines
