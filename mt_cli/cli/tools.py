@@ -92,7 +92,8 @@ def bench(
 ) -> None:
     """Measure training and translation speed and memory against a textbook nn.Transformer."""
     from mt_cli.files import write_json
-    from mt_cli.tools.bench import BenchPlan, format_report, run_bench
+    from mt_cli.tools.bench import BenchPlan, run_bench
+    from mt_cli.tools.timing import format_report
 
     if output is not None:
         check_output_path(output, "--output")
