@@ -173,21 +173,22 @@ class ModelCard:
 
 def card_from_dict(raw: dict[str, Any]) -> ModelCard:
     """A card saved with ``config_to_dict``, checked by the rules of the sections inference reads."""
-    card = build(ModelCard, raw, prefix="")
-    check_data(card.data)
-    check_model(card.model)
-    check_decode(card.decode, card.model)
-    return card
+    return _checked(build(ModelCard, raw, prefix=""))
 
 
 def card_from_config_dict(raw: dict[str, Any]) -> ModelCard:
     """The card of a checkpoint that only saved its training recipe: the recipe's data, model and
     decode sections, without checking (or even reading) its training sections."""
-    sections = {name: raw[name] for name in ("model", "data", "decode") if name in raw}
-    data = build(DataConfig, sections.get("data", {}), prefix="data.")
-    langs = (data.src_lang, data.tgt_lang)
-    tokenizers = dict(zip(("src_tokenizer", "tgt_tokenizer"), (f"spm.{lang}.model" for lang in langs)))
-    return card_from_dict({**sections, **tokenizers})
+    sections = {name: raw.get(name, {}) for name in ("model", "data", "decode")}
+    recipe = build(Config, sections, prefix="")  # the other sections take their defaults
+    return _checked(ModelCard.of(recipe))
+
+
+def _checked(card: ModelCard) -> ModelCard:
+    check_data(card.data)
+    check_model(card.model)
+    check_decode(card.decode, card.model)
+    return card
 
 
 def save_config(config: Config, path: str | Path) -> None:

@@ -59,8 +59,6 @@ def short_enough(pairs: EncodedPairs, max_len: int) -> list[int]:
 
 
 class PairSource(Protocol):
-    def __len__(self) -> int: ...
-
     def epoch(self, seed: int) -> EncodedPairs:
         """The pairs to train on in the epoch that ``seed`` stands for."""
         ...
@@ -71,9 +69,6 @@ class FixedPairs:
     """One segmentation for every epoch."""
 
     pairs: EncodedPairs
-
-    def __len__(self) -> int:
-        return len(self.pairs)
 
     def epoch(self, seed: int) -> EncodedPairs:
         return self.pairs
@@ -96,9 +91,6 @@ class ResegmentedPairs:
     src_dropout: float
     tgt_dropout: float
     max_len: int
-
-    def __len__(self) -> int:
-        return len(self.src_text)
 
     def epoch(self, seed: int) -> EncodedPairs:
         src = self._side(self.src_text, self.src_tok, self.src_dropout, seed, source_ids)

@@ -93,7 +93,6 @@ def evaluate_run(
     """Translate a split of the run's corpus (or ``src``) with a trained run and score it."""
     from tqdm import tqdm
 
-    from mt_cli.checkpoint import RunDir
     from mt_cli.decode.translator import Translator
 
     if (src is None) != (ref is None):
@@ -113,8 +112,8 @@ def evaluate_run(
             sources,
             references,
         )
-    used = RunDir(Path(run_dir)).find_checkpoint(checkpoint)
-    return RunEvaluation(name, beam_size, translator.card.decode.length_penalty, str(used), result)
+    used = str(translator.checkpoint)
+    return RunEvaluation(name, beam_size, translator.card.decode.length_penalty, used, result)
 
 
 def score_files(hyp: Path, ref: Path) -> Scores:

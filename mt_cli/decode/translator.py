@@ -33,6 +33,7 @@ class Translator:
     card: ModelCard
     device: torch.device
     dtype: torch.dtype | None  # autocast dtype; None = fp32
+    checkpoint: Path | None = None  # the file the weights came from, when loaded from a run
 
     @classmethod
     def from_run(
@@ -57,7 +58,7 @@ class Translator:
                 f"{path} does not match the tokenizers in {run.root} (vocabularies "
                 f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
             ) from None
-        return cls.for_inference(model, src_tok, tgt_tok, card, target, amp_dtype(target, amp))
+        return cls.for_inference(model, src_tok, tgt_tok, card, target, amp_dtype(target, amp), path)
 
     @classmethod
     def for_inference(
@@ -68,6 +69,7 @@ class Translator:
         card: ModelCard,
         device: torch.device,
         dtype: torch.dtype | None,
+        checkpoint: Path | None = None,
     ) -> Translator:
         """A translator that owns ``model``: moved to ``device``, in eval mode, cast to ``dtype``.
 
@@ -78,7 +80,7 @@ class Translator:
         model.to(device).eval()
         if dtype is not None:
             model.to(dtype=dtype)
-        return cls(model, src_tok, tgt_tok, card, device, dtype)
+        return cls(model, src_tok, tgt_tok, card, device, dtype, checkpoint)
 
     def with_length_penalty(self, alpha: float | None) -> Translator:
         """This translator with ``decode.length_penalty`` set to ``alpha`` (None: the card's)."""
