@@ -186,6 +186,24 @@ class Translator:
         hyps = self.translate(lines, beam_size=beam_size, warn=warn, progress=progress)
         return self.tgt_tok.decode([h[0].tokens for h in hyps])
 
+    @property
+    def src_lang(self) -> str:
+        return self.card.data.src_lang
+
+    @property
+    def tgt_lang(self) -> str:
+        return self.card.data.tgt_lang
+
+    @property
+    def beam_size(self) -> int:
+        return self.card.decode.beam_size
+
+    def translate_lines(
+        self, lines: Sequence[str], beam_size: int | None = None, length_penalty: float | None = None
+    ) -> list[str]:
+        """The ``Engine`` interface: one translation per line, in order."""
+        return self.with_length_penalty(length_penalty).translate_text(lines, beam_size=beam_size)
+
     def attention(self, line: str, tokens: list[int]) -> tuple[list[str], list[str], torch.Tensor]:
         """Source pieces, target pieces and the (T, S) cross-attention for one translated line."""
         source = self.encode_sources([line], warn=lambda message: None)[0]
