@@ -99,7 +99,7 @@ class TrainConfig:
 @dataclass(frozen=True)
 class DecodeConfig:
     beam_size: int = 5  # the recipe's decoding; greedy is always reported too
-    length_penalty: float = 1.0  # GNMT alpha
+    length_penalty: float = 1.0  # beam score = log-prob / length ** alpha (EOS counted)
     max_len_a: float = 1.2
     max_len_b: int = 10
     max_tokens: int = 8192  # source tokens per translation batch

@@ -7,10 +7,12 @@ checked before any work starts, so a typo in ``--output`` costs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import itertools
 import json
 import os
+import shutil
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -19,10 +21,23 @@ from typing import IO, Any, BinaryIO
 
 from mt_cli.errors import DataError, InputError
 
+READABLE = 0o644
+
 
 def _temporary_next_to(path: Path) -> tuple[int, str]:
     """A new hidden file ``.NAME.XXXX.tmp`` in ``path``'s directory: renaming it over ``path`` is atomic."""
     return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+
+
+@contextlib.contextmanager
+def temporary_directory_next_to(path: Path) -> Iterator[Path]:
+    """A new hidden directory beside ``path``, removed on leaving unless renamed away: build a
+    directory inside it and rename it to ``path`` last, so ``path`` is whole or absent."""
+    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], Any]) -> None:
@@ -34,6 +49,7 @@ def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], Any]) -> None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, READABLE)  # mkstemp makes it private; the files mt writes are shared results
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -109,10 +109,8 @@ def test_beam_scores_are_ordered_and_length_normalised(alpha: float) -> None:
         assert len(hyps) == 4
         scores = [h.score for h in hyps]
         assert scores == sorted(scores, reverse=True)
-        for hyp in hyps:  # the score is the model's log-probability over the GNMT penalty
-            expected = sequence_log_prob(model, source, hyp.tokens) / length_penalty(
-                len(hyp.tokens) + 1, alpha
-            )
+        for hyp in hyps:  # log-probability / |Y| ** alpha, |Y| counting EOS (CTranslate2's convention)
+            expected = sequence_log_prob(model, source, hyp.tokens) / (len(hyp.tokens) + 1) ** alpha
             assert hyp.score == pytest.approx(expected, abs=1e-4)
 
 
@@ -146,7 +144,7 @@ def test_length_penalty_prefers_longer_outputs() -> None:
     short = beam_search(model, src, src_mask, 5, 0.0, 1.5, 8)
     long = beam_search(model, src, src_mask, 5, 2.0, 1.5, 8)
     assert sum(len(h[0].tokens) for h in long) >= sum(len(h[0].tokens) for h in short)
-    assert length_penalty(10, 0.0) == 1.0 and length_penalty(1, 1.0) == 1.0
+    assert length_penalty(10, 0.0) == 1.0 and length_penalty(9, 0.5) == 3.0
 
 
 def test_cross_attention_rows_are_distributions() -> None:

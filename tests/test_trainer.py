@@ -21,6 +21,7 @@ from mt_cli.cli import app
 from mt_cli.config import load_config
 from mt_cli.data.prepare import training_data
 from mt_cli.decode.evaluate import evaluate_run
+from mt_cli.decode.translator import Translator
 from mt_cli.errors import CheckpointError
 from mt_cli.model.loss import token_loss
 from mt_cli.runtime.distributed import Distributed
@@ -345,8 +346,7 @@ def test_closing_test_scores_equal_mt_eval_of_the_same_checkpoint(data_dir, tmp_
     cfg = load_config(CONFIGS / "tiny.yaml", overrides)
     report = train(cfg, run_dir, resume=False, log=lambda message: None)
     for beam, name in ((1, "greedy"), (cfg.decode.beam_size, f"beam{cfg.decode.beam_size}")):
-        evaluation = evaluate_run(
-            run_dir, cfg.data.test_split, None, None, beam, None, None, "auto"
-        ).evaluation
+        engine = Translator.from_run(run_dir, None, "auto")
+        evaluation = evaluate_run(engine, cfg.data.test_split, None, None, beam, None).evaluation
         assert evaluation.scores.bleu == report["scores"][name]["bleu"], name
         assert evaluation.scores.chrf == report["scores"][name]["chrf"], name

@@ -67,7 +67,7 @@ BeamOption = Annotated[
 LengthPenaltyOption = Annotated[
     float | None,
     typer.Option(
-        "--length-penalty", min=0.0, help="GNMT length penalty alpha for beam search (default: the recipe's)."
+        "--length-penalty", min=0.0, help="Length penalty alpha: beam scores are log-prob / length ** alpha (default: the recipe's)."
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]

@@ -22,6 +22,8 @@ from mt_cli.cli.common import (
     user_errors,
     warn,
 )
+from mt_cli.cli.engines import ComputeType, ComputeTypeOption, EngineOption, open_engine
+from mt_cli.decode.engine import EngineKind
 from mt_cli.errors import InputError, RunFailure
 from mt_cli.files import AtomicTextOutput, check_input_file, check_output_path
 
@@ -57,6 +59,8 @@ def translate(
     buffer_size: BufferOption = 1000,
     attention: AttentionOption = None,
     device: DeviceOption = "auto",
+    engine: EngineOption = EngineKind.MT,
+    compute_type: ComputeTypeOption = ComputeType.DEFAULT,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
@@ -67,8 +71,10 @@ def translate(
     from mt_cli.decode.translator import Translator
 
     _check_paths(text, input_file, output_file, attention)
-    translator = Translator.from_run(run, checkpoint, device).with_length_penalty(length_penalty)
-    beam_size = translator.card.decode.beam_size if beam is None else beam
+    if engine is not EngineKind.MT and (n_best > 1 or attention is not None):
+        raise InputError("--n-best and --attention need --engine mt")
+    model = open_engine(run, engine, checkpoint, device, compute_type)
+    beam_size = model.card.decode.beam_size if beam is None else beam
     if n_best > beam_size:
         raise InputError(f"--n-best {n_best} cannot exceed the beam size {beam_size}")
 
@@ -78,11 +84,19 @@ def translate(
     quiet = True if output is None and sys.stdout.isatty() else None  # None: tqdm shows a bar on a terminal
     try:
         with tqdm(total=total, desc="translating", unit="line", leave=False, disable=quiet) as bar:
-            for number, (chunk, hyps, out) in enumerate(translator.stream(chunks, beam_size, n_best, warn)):
-                _write(sink, out, output_file)
-                if attention is not None and number == 0:
-                    _plot_attention(translator, chunk[0], hyps[0][0].tokens, attention)
-                bar.update(len(chunk))
+            if isinstance(model, Translator):
+                translator = model.with_length_penalty(length_penalty)
+                for number, (chunk, hyps, out) in enumerate(
+                    translator.stream(chunks, beam_size, n_best, warn)
+                ):
+                    _write(sink, out, output_file)
+                    if attention is not None and number == 0:
+                        _plot_attention(translator, chunk[0], hyps[0][0].tokens, attention)
+                    bar.update(len(chunk))
+            else:
+                for chunk in chunks:
+                    _write(sink, model.translate_lines(chunk, beam_size, length_penalty, warn), output_file)
+                    bar.update(len(chunk))
         if output is not None:
             output.commit()
     finally:
@@ -151,6 +165,8 @@ def evaluate(
     device: DeviceOption = "auto",
     as_json: JsonOption = False,
     output_file: HypothesesOption = None,
+    engine: EngineOption = EngineKind.MT,
+    compute_type: ComputeTypeOption = ComputeType.DEFAULT,
 ) -> None:
     """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a run on a split or files, or --hyp."""
     from mt_cli.decode.evaluate import evaluate_run, score_files
@@ -165,7 +181,8 @@ def evaluate(
         return
     output = AtomicTextOutput(output_file) if output_file is not None else None
     try:
-        result = evaluate_run(run, split, src, ref, beam, length_penalty, checkpoint, device)
+        model = open_engine(run, engine, checkpoint, device, compute_type)
+        result = evaluate_run(model, split, src, ref, beam, length_penalty)
         if output is not None:
             output.write("".join(h + "\n" for h in result.evaluation.hypotheses))
             output.commit()

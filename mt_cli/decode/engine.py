@@ -12,8 +12,12 @@ and Hugging Face do) and cap the output at ``max_len_a * source length + max_len
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+from mt_cli.config import ModelCard
+from mt_cli.text.tokenizer import Tokenizer
 
 
 class EngineKind(str, enum.Enum):
@@ -25,6 +29,13 @@ class EngineKind(str, enum.Enum):
 
 class Engine(Protocol):
     """A translation model for one language pair, with the decoding it was tuned with."""
+
+    card: ModelCard  # languages, corpus, and the decoding the model was tuned with
+
+    @property
+    def origin(self) -> str:
+        """Where the weights came from (a checkpoint file, an export directory)."""
+        ...
 
     @property
     def src_lang(self) -> str: ...
@@ -38,8 +49,38 @@ class Engine(Protocol):
         ...
 
     def translate_lines(
-        self, lines: Sequence[str], beam_size: int | None = None, length_penalty: float | None = None
+        self,
+        lines: Sequence[str],
+        beam_size: int | None = None,
+        length_penalty: float | None = None,
+        warn: Callable[[str], None] = ...,
     ) -> list[str]:
         """One detokenized translation per line, in order; an empty line gives an empty line.
-        ``None`` takes the model card's value."""
+        ``None`` takes the model card's value; ``warn`` hears of each source cut to the model's
+        positions."""
         ...
+
+
+def source_pieces(
+    tokenizer: Tokenizer,
+    lines: Sequence[str],
+    max_positions: int,
+    warn: Callable[[str], None],
+    first_line: int = 1,
+) -> list[list[int]]:
+    """Each line's piece ids (no EOS yet), cut so that with EOS they fit the model's positions,
+    with one warning per cut line (numbered from ``first_line``)."""
+    limit = max_positions - 1
+    encoded = tokenizer.encode([line.strip() for line in lines])
+    for number, ids in enumerate(encoded, start=first_line):
+        if len(ids) > limit:
+            message = f"{len(ids)} source pieces exceed the model's limit of {limit}; the rest is dropped"
+            warn(f"line {number}: {message}")
+            del ids[limit:]
+    return encoded
+
+
+def output_limit(source_length: int, max_len_a: float, max_len_b: int, max_positions: int) -> int:
+    """Most tokens generated for a source of ``source_length`` pieces (EOS included on both):
+    ``max_len_a * source_length + max_len_b``, within the positions after BOS."""
+    return min(max(1, math.floor(max_len_a * source_length) + max_len_b), max_positions - 1)

@@ -8,7 +8,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mt_cli.decode.engine import Engine
 from mt_cli.errors import InputError
+
+# Lines translated between two progress-bar updates: big enough that sorting by length within a
+# chunk still packs full batches (test2016 is one chunk).
+PROGRESS_CHUNK = 1024
 
 
 @dataclass(frozen=True)
@@ -81,39 +86,41 @@ class RunEvaluation:
 
 
 def evaluate_run(
-    run_dir: Path,
+    engine: Engine,
     split: str,
     src: Path | None,
     ref: Path | None,
     beam: int | None,
     length_penalty: float | None,
-    checkpoint: str | None,
-    device: str,
 ) -> RunEvaluation:
-    """Translate a split of the run's corpus (or ``src``) with a trained run and score it."""
+    """Translate a split of the model's corpus (or ``src``) with ``engine`` and score it."""
     from tqdm import tqdm
 
-    from mt_cli.decode.translator import Translator
+    from mt_cli.files import batched
 
     if (src is None) != (ref is None):
         raise InputError("--src and --ref go together: give both files or neither")
     if src is not None and ref is not None:
         sources, references, name = _paired_files(src, ref, "--src")
-    translator = Translator.from_run(run_dir, checkpoint, device).with_length_penalty(length_penalty)
-    if src is None:
+    else:
         from mt_cli.data.corpus import load_corpus
 
-        corpus = load_corpus(translator.card.data, [split])[split]
+        corpus = load_corpus(engine.card.data, [split])[split]
         sources, references, name = corpus["src"], corpus["tgt"], split
-    beam_size = translator.card.decode.beam_size if beam is None else beam
-    with tqdm(total=len(sources), desc=f"translating {name}", unit="line", leave=False, disable=None) as bar:
-        result = evaluate(
-            lambda lines: translator.translate_text(lines, beam_size=beam_size, progress=bar.update),
-            sources,
-            references,
-        )
-    used = str(translator.checkpoint)
-    return RunEvaluation(name, beam_size, translator.card.decode.length_penalty, used, result)
+    beam_size = engine.card.decode.beam_size if beam is None else beam
+    alpha = engine.card.decode.length_penalty if length_penalty is None else length_penalty
+
+    def translate(lines: list[str]) -> list[str]:
+        out: list[str] = []
+        with tqdm(
+            total=len(lines), desc=f"translating {name}", unit="line", leave=False, disable=None
+        ) as bar:
+            for chunk in batched(iter(lines), PROGRESS_CHUNK):
+                out += engine.translate_lines(chunk, beam_size, alpha)
+                bar.update(len(chunk))
+        return out
+
+    return RunEvaluation(name, beam_size, alpha, engine.origin, evaluate(translate, sources, references))
 
 
 def score_files(hyp: Path, ref: Path) -> Scores:

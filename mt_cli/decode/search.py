@@ -37,8 +37,10 @@ def max_output_lengths(model: Transformer, src_mask: torch.Tensor, a: float, b: 
 
 
 def length_penalty(length: int, alpha: float) -> float:
-    """GNMT (Wu et al. 2016): ((5 + |Y|) / 6) ** alpha; alpha 0 turns it off."""
-    return ((5.0 + length) / 6.0) ** alpha
+    """|Y| ** alpha, |Y| counting EOS: a finished hypothesis's summed log-probability is divided by
+    it. The convention of CTranslate2, fairseq and Hugging Face, so ``--length-penalty`` means the
+    same in every engine and an export decodes mt's beams; alpha 0 turns it off."""
+    return float(length) ** alpha
 
 
 @torch.inference_mode()

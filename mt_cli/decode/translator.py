@@ -18,6 +18,7 @@ from mt_cli.checkpoint import RunDir, checkpoint_card, load_checkpoint
 from mt_cli.config import ModelCard
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
+from mt_cli.decode.engine import source_pieces
 from mt_cli.decode.search import Hypothesis, beam_search, cross_attention, greedy_search
 from mt_cli.errors import CheckpointError
 from mt_cli.model.transformer import Transformer, build_model
@@ -94,15 +95,7 @@ class Translator:
     ) -> list[list[int]]:
         """Source ids with EOS, cut to the model's positions (with one warning per cut line,
         numbered from ``first_line``)."""
-        limit = self.model.max_positions - 1
-        encoded = self.src_tok.encode([line.strip() for line in lines])
-        for number, ids in enumerate(encoded, start=first_line):
-            if len(ids) > limit:
-                warn(
-                    f"line {number}: {len(ids)} source pieces exceed the model's limit of {limit}; "
-                    "the rest is dropped"
-                )
-                del ids[limit:]
+        encoded = source_pieces(self.src_tok, lines, self.model.max_positions, warn, first_line)
         return [source_ids(ids) for ids in encoded]
 
     def batches(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
@@ -187,6 +180,10 @@ class Translator:
         return self.tgt_tok.decode([h[0].tokens for h in hyps])
 
     @property
+    def origin(self) -> str:
+        return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
+
+    @property
     def src_lang(self) -> str:
         return self.card.data.src_lang
 
@@ -199,10 +196,14 @@ class Translator:
         return self.card.decode.beam_size
 
     def translate_lines(
-        self, lines: Sequence[str], beam_size: int | None = None, length_penalty: float | None = None
+        self,
+        lines: Sequence[str],
+        beam_size: int | None = None,
+        length_penalty: float | None = None,
+        warn: Callable[[str], None] = lambda message: None,
     ) -> list[str]:
         """The ``Engine`` interface: one translation per line, in order."""
-        return self.with_length_penalty(length_penalty).translate_text(lines, beam_size=beam_size)
+        return self.with_length_penalty(length_penalty).translate_text(lines, beam_size=beam_size, warn=warn)
 
     def attention(self, line: str, tokens: list[int]) -> tuple[list[str], list[str], torch.Tensor]:
         """Source pieces, target pieces and the (T, S) cross-attention for one translated line."""

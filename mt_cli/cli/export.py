@@ -1,0 +1,81 @@
+"""``mt export``: a trained run as a CTranslate2 model, a Hugging Face Marian model or an Argos
+Translate package, for use outside mt."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+import typer
+
+from mt_cli.cli.common import DEFAULT_RUN, CheckpointOption, RunOption, log, option, user_errors
+from mt_cli.export.ctranslate2 import Quantization
+
+
+class ExportFormat(str, enum.Enum):
+    CTRANSLATE2 = "ctranslate2"
+    HUGGINGFACE = "huggingface"
+    ARGOS = "argos"
+
+
+FormatOption = option(ExportFormat, "--format", "-f", help="What to write.")
+ExportOutputOption = option(
+    Path | None,
+    "--output",
+    "-o",
+    help="Directory (argos: a .argosmodel file) to write; it must not exist (default: RUN/exports/FORMAT).",
+)
+QuantizationOption = option(
+    Quantization, help="CTranslate2 weight type (ctranslate2 and argos): int8 is ~4x smaller and faster."
+)
+
+
+@user_errors
+def export(
+    export_format: FormatOption,
+    run: RunOption = DEFAULT_RUN,
+    checkpoint: CheckpointOption = None,
+    output: ExportOutputOption = None,
+    quantization: QuantizationOption = Quantization.FLOAT32,
+) -> None:
+    """Export a trained run for CTranslate2, Hugging Face transformers or Argos Translate / LibreTranslate.
+
+    Exit codes: 2 for a bad run, output or option; the run itself is never changed.
+    """
+    from mt_cli.decode.translator import Translator
+    from mt_cli.files import check_output_path
+
+    target = output if output is not None else _default_output(run, export_format, quantization)
+    check_output_path(target, "--output")
+    translator = Translator.from_run(run, checkpoint, "cpu", amp="off")
+    written = _write(export_format, translator, target, quantization)
+    log(f"{export_format.value} export of {translator.checkpoint} written to {written}")
+    typer.echo(str(written))
+
+
+def _default_output(run: Path, export_format: ExportFormat, quantization: Quantization) -> Path:
+    from mt_cli.export.runs import EXPORTS
+
+    exports = run / EXPORTS
+    exports.mkdir(parents=True, exist_ok=True)
+    if export_format is ExportFormat.HUGGINGFACE:
+        return exports / "huggingface"
+    return exports / f"{export_format.value}-{quantization.value}"
+
+
+def _write(export_format: ExportFormat, translator, target: Path, quantization: Quantization) -> Path:
+    if export_format is ExportFormat.CTRANSLATE2:
+        from mt_cli.export.ctranslate2 import export_ctranslate2
+
+        return export_ctranslate2(translator, target, quantization)
+    if export_format is ExportFormat.HUGGINGFACE:
+        from mt_cli.export.huggingface import export_huggingface
+
+        return export_huggingface(translator, target)
+    from mt_cli.export.argos import export_argos
+
+    return export_argos(translator, target, quantization)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(export)

@@ -1,0 +1,97 @@
+"""``--engine ctranslate2``: a model exported by ``mt export --format ctranslate2``, decoded by
+CTranslate2 with mt's tokenization, source cut and output length limit, so that its lines equal
+``Translator``'s (float32 greedy: token for token).
+
+CTranslate2 caps output length per batch, not per sentence, so sentences are decoded in groups
+that share mt's limit (``max_len_a * source length + max_len_b``); CTranslate2 counts the limit
+without EOS, mt with it. ``ctranslate2`` (the ``export`` extra) is imported when an engine opens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from mt_cli.config import ModelCard, card_from_dict
+from mt_cli.decode.engine import output_limit, source_pieces
+from mt_cli.errors import CheckpointError
+from mt_cli.text.tokenizer import Tokenizer
+
+CARD_FILE = "mt.json"  # the ModelCard, with the tokenizer names below
+SOURCE_SPM = "source.spm"
+TARGET_SPM = "target.spm"
+
+
+class CTranslate2Engine:
+    """An exported model: ``Engine`` over ``ctranslate2.Translator``."""
+
+    def __init__(self, model_dir: Path, device: str = "cpu", compute_type: str = "default", threads: int = 0):
+        import ctranslate2
+
+        card_path = model_dir / CARD_FILE
+        if not card_path.is_file():
+            raise CheckpointError(f"{model_dir} is not a CTranslate2 export of mt (no {CARD_FILE})")
+        self.card: ModelCard = card_from_dict(json.loads(card_path.read_text(encoding="utf-8")))
+        self.model_dir = model_dir
+        self.src_tok = Tokenizer.load(model_dir / self.card.src_tokenizer, self.card.data.src_lang)
+        self.tgt_tok = Tokenizer.load(model_dir / self.card.tgt_tokenizer, self.card.data.tgt_lang)
+        try:
+            self.translator = ctranslate2.Translator(
+                str(model_dir), device=device, compute_type=compute_type, intra_threads=threads
+            )
+        except (RuntimeError, ValueError) as err:
+            raise CheckpointError(f"CTranslate2 cannot load {model_dir}: {err}") from None
+
+    @property
+    def origin(self) -> str:
+        return str(self.model_dir)
+
+    @property
+    def src_lang(self) -> str:
+        return self.card.data.src_lang
+
+    @property
+    def tgt_lang(self) -> str:
+        return self.card.data.tgt_lang
+
+    @property
+    def beam_size(self) -> int:
+        return self.card.decode.beam_size
+
+    def translate_lines(
+        self,
+        lines: Sequence[str],
+        beam_size: int | None = None,
+        length_penalty: float | None = None,
+        warn: Callable[[str], None] = lambda message: None,
+    ) -> list[str]:
+        """The ``Engine`` interface: one translation per line, in order."""
+        dec = self.card.decode
+        beam = dec.beam_size if beam_size is None else beam_size
+        alpha = dec.length_penalty if length_penalty is None else length_penalty
+        sources = source_pieces(self.src_tok, lines, self.card.model.max_positions, warn)
+        outputs: list[list[int]] = [[] for _ in sources]
+        for limit, group in self._groups_by_limit(sources).items():
+            results = self.translator.translate_batch(
+                [self.src_tok.sp.id_to_piece(sources[i]) for i in group],
+                beam_size=beam,
+                length_penalty=alpha,
+                max_decoding_length=limit - 1,  # CTranslate2 counts words, mt words and EOS
+                max_batch_size=dec.max_tokens // beam,
+                batch_type="tokens",
+            )
+            for index, result in zip(group, results):
+                outputs[index] = [self.tgt_tok.sp.piece_to_id(p) for p in result.hypotheses[0]]
+        return self.tgt_tok.decode(outputs)
+
+    def _groups_by_limit(self, sources: list[list[int]]) -> dict[int, list[int]]:
+        """Indices of the non-empty sources by their output limit (over 1: room for a word)."""
+        dec, positions = self.card.decode, self.card.model.max_positions
+        groups: dict[int, list[int]] = defaultdict(list)
+        for index, ids in enumerate(sources):
+            limit = output_limit(len(ids) + 1, dec.max_len_a, dec.max_len_b, positions)
+            if ids and limit > 1:
+                groups[limit].append(index)
+        return groups

@@ -1,0 +1,185 @@
+"""``mt export --format ctranslate2``: a run's model as a CTranslate2 ``TransformerSpec``.
+
+Written like CTranslate2's own converters: a ``Converter`` whose ``_load`` fills a spec, one
+small mapping function per kind of layer. What makes the export decode exactly like mt:
+
+* Post-norm is said explicitly (``TransformerSpec.from_config`` defaults to pre-norm).
+* Positions: CTranslate2's built-in sinusoids differ from mt's (frequencies, layout), so mt's
+  own table is stored; decoding past its rows is impossible, and the engine caps output length.
+* mt's fused self-attention q/k/v and cross-attention k/v are CTranslate2's fused linears as
+  they are; the tied output projection is the target embedding array, which CTranslate2 stores
+  once.
+* The config sets the LayerNorm epsilon (PyTorch's 1e-5) and ``add_source_eos``: mt appends EOS
+  to every source and the export's other clients (Argos, LibreTranslate) will not.
+
+Beside CTranslate2's files the directory holds the two SentencePiece models (``source.spm``,
+``target.spm``) and ``mt.json`` (languages and the card's decoding), so the export is a
+complete model: ``decode.ctranslate2.CTranslate2Engine`` opens it without the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from torch import nn
+
+from mt_cli.config import config_to_dict
+from mt_cli.decode.ctranslate2 import CARD_FILE, SOURCE_SPM, TARGET_SPM
+from mt_cli.errors import ConfigError, InputError
+from mt_cli.files import temporary_directory_next_to, write_json
+from mt_cli.model.layers import CrossAttention, DecoderLayer, EncoderLayer, FeedForward, SelfAttention
+
+if TYPE_CHECKING:
+    from ctranslate2.specs import TransformerSpec
+
+    from mt_cli.decode.translator import Translator
+    from mt_cli.model.transformer import Transformer
+
+LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every mt LayerNorm uses
+
+
+class Quantization(str, enum.Enum):
+    """``--quantization``: how CTranslate2 stores the weights (and so computes by default)."""
+
+    FLOAT32 = "float32"
+    FLOAT16 = "float16"
+    INT8 = "int8"
+    INT8_FLOAT32 = "int8_float32"
+
+
+def export_ctranslate2(translator: Translator, out_dir: Path, quantization: Quantization) -> Path:
+    """Write the translator's model to ``out_dir`` (which must not exist) as a CTranslate2 model."""
+    from ctranslate2.converters import Converter
+
+    if out_dir.exists():
+        raise InputError(f"{out_dir} already exists; remove it or choose another --output")
+
+    class _MtConverter(Converter):
+        def _load(self) -> TransformerSpec:
+            return transformer_spec(translator)
+
+    with temporary_directory_next_to(out_dir) as staging:
+        model_dir = staging / "model"
+        _MtConverter().convert(str(model_dir), quantization=quantization.value)
+        write_model_files(translator, model_dir)
+        model_dir.rename(out_dir)
+    return out_dir
+
+
+def transformer_spec(translator: Translator) -> TransformerSpec:
+    """The filled ``TransformerSpec`` of the translator's model (fp32 weights)."""
+    from ctranslate2.specs import TransformerSpec, common_spec
+
+    model, card = translator.model, translator.card
+    if card.model.activation not in ("relu", "gelu"):
+        raise ConfigError(f"CTranslate2 export supports relu and gelu, not {card.model.activation!r}")
+    activation = (
+        common_spec.Activation.RELU if card.model.activation == "relu" else common_spec.Activation.GELU
+    )
+    spec = TransformerSpec.from_config(
+        (len(model.encoder), len(model.decoder)),
+        card.model.n_heads,
+        pre_norm=card.model.norm_first,
+        activation=activation,
+    )
+    positions = _array(model.positions.pe)  # (P, D)
+    set_encoder(spec.encoder, model, positions)
+    set_decoder(spec.decoder, model, positions)
+    spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
+    spec.config.add_source_eos = True
+    spec.register_source_vocabulary(_pieces(translator.src_tok.sp))
+    spec.register_target_vocabulary(_pieces(translator.tgt_tok.sp))
+    return spec
+
+
+def set_encoder(spec, model: Transformer, positions: np.ndarray) -> None:
+    set_input(spec, positions)
+    spec.embeddings[0].weight = _array(model.src_embed.weight)
+    for layer_spec, layer in zip(spec.layer, model.encoder, strict=True):
+        set_encoder_layer(layer_spec, layer)
+    if isinstance(model.encoder_norm, nn.LayerNorm):
+        set_layer_norm(spec.layer_norm, model.encoder_norm)
+
+
+def set_decoder(spec, model: Transformer, positions: np.ndarray) -> None:
+    set_input(spec, positions)
+    spec.embeddings.weight = _array(model.tgt_embed.weight)
+    # Tied: the same array object, which CTranslate2's optimize() aliases and stores once.
+    spec.projection.weight = (
+        spec.embeddings.weight
+        if model.output.weight is model.tgt_embed.weight
+        else _array(model.output.weight)
+    )
+    for layer_spec, layer in zip(spec.layer, model.decoder, strict=True):
+        set_decoder_layer(layer_spec, layer)
+    if isinstance(model.decoder_norm, nn.LayerNorm):
+        set_layer_norm(spec.layer_norm, model.decoder_norm)
+
+
+def set_input(spec, positions: np.ndarray) -> None:
+    spec.scale_embeddings = True  # mt multiplies embeddings by sqrt(d_model), as CTranslate2 does
+    spec.position_encodings.encodings = positions
+
+
+def set_encoder_layer(spec, layer: EncoderLayer) -> None:
+    set_self_attention(spec.self_attention, layer.self_attn)
+    set_layer_norm(spec.self_attention.layer_norm, layer.norm1)
+    set_feed_forward(spec.ffn, layer.ffn)
+    set_layer_norm(spec.ffn.layer_norm, layer.norm2)
+
+
+def set_decoder_layer(spec, layer: DecoderLayer) -> None:
+    set_self_attention(spec.self_attention, layer.self_attn)
+    set_layer_norm(spec.self_attention.layer_norm, layer.norm1)
+    set_cross_attention(spec.attention, layer.cross_attn)
+    set_layer_norm(spec.attention.layer_norm, layer.norm2)
+    set_feed_forward(spec.ffn, layer.ffn)
+    set_layer_norm(spec.ffn.layer_norm, layer.norm3)
+
+
+def set_self_attention(spec, attention: SelfAttention) -> None:
+    set_linear(spec.linear[0], attention.qkv)  # (3D, D): q, k, v stacked, CTranslate2's fused layout
+    set_linear(spec.linear[1], attention.out)
+
+
+def set_cross_attention(spec, attention: CrossAttention) -> None:
+    set_linear(spec.linear[0], attention.q)
+    set_linear(spec.linear[1], attention.kv)  # (2D, D): k, v stacked
+    set_linear(spec.linear[2], attention.out)
+
+
+def set_feed_forward(spec, ffn: FeedForward) -> None:
+    set_linear(spec.linear_0, ffn.linear1)
+    set_linear(spec.linear_1, ffn.linear2)
+
+
+def set_layer_norm(spec, norm: nn.LayerNorm) -> None:
+    spec.gamma = _array(norm.weight)
+    spec.beta = _array(norm.bias)
+
+
+def set_linear(spec, linear: nn.Linear) -> None:
+    spec.weight = _array(linear.weight)
+    if linear.bias is not None:
+        spec.bias = _array(linear.bias)
+
+
+def _array(tensor) -> np.ndarray:
+    return tensor.detach().float().cpu().numpy()
+
+
+def _pieces(processor) -> list[str]:
+    """The vocabulary in id order: CTranslate2 ids are then mt's ids."""
+    return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+
+
+def write_model_files(translator: Translator, model_dir: Path) -> None:
+    """mt's files beside CTranslate2's: the two SentencePiece models and the card naming them."""
+    for tokenizer, name in ((translator.src_tok, SOURCE_SPM), (translator.tgt_tok, TARGET_SPM)):
+        (model_dir / name).write_bytes(tokenizer.sp.serialized_model_proto())
+    card = dataclasses.replace(translator.card, src_tokenizer=SOURCE_SPM, tgt_tokenizer=TARGET_SPM)
+    write_json(config_to_dict(card), model_dir / CARD_FILE)

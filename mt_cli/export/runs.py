@@ -1,0 +1,45 @@
+"""A run's CTranslate2 export for ``--engine ctranslate2``, made on first use and kept in the run.
+
+The export is named by the checkpoint's content hash (``RUN/exports/ctranslate2-HASH``), so a
+checkpoint that changes (training resumed, ``mt average``) gets a new export and a stale one is
+never used; the engine opens without loading the PyTorch model once the export exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from mt_cli.checkpoint import RunDir
+from mt_cli.decode.ctranslate2 import CARD_FILE
+from mt_cli.decode.translator import Translator
+from mt_cli.errors import CheckpointError
+from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
+
+EXPORTS = "exports"
+
+
+def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message: None) -> Path:
+    """The CTranslate2 model for a run's checkpoint (float32, quantized at load if asked), or
+    ``run`` itself when it is already an export."""
+    if (run / CARD_FILE).is_file():
+        return run
+    if not run.is_dir():
+        raise CheckpointError(f"run directory {run} does not exist; train one with `mt train --run {run}`")
+    path = RunDir(run).find_checkpoint(checkpoint)
+    model_dir = run / EXPORTS / f"ctranslate2-{_digest(path)}"
+    if not model_dir.is_dir():
+        log(f"exporting {path} to {model_dir}")
+        model_dir.parent.mkdir(exist_ok=True)
+        export_ctranslate2(
+            Translator.from_run(run, checkpoint, "cpu", amp="off"), model_dir, Quantization.FLOAT32
+        )
+    return model_dir
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()[:12]

@@ -1,0 +1,122 @@
+"""The CTranslate2 export and engine: CTranslate2 decodes a run's model exactly as mt does."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from mt_cli.decode.ctranslate2 import CARD_FILE, CTranslate2Engine
+from mt_cli.decode.engine import output_limit
+from mt_cli.decode.translator import Translator
+from mt_cli.errors import InputError
+from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
+from mt_cli.export.runs import ctranslate2_model_dir
+from mt_cli.files import read_lines
+from mt_cli.model.transformer import build_model
+from mt_cli.resources import SHIPPED_MULTI30K
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+
+@pytest.fixture(scope="module")
+def sentences() -> list[str]:
+    lines = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")[:60]
+    return [*lines, "", "😀 " + lines[0], "Hund " * 200]  # empty, emoji, longer than the positions
+
+
+@pytest.fixture(scope="module")
+def fp32(trained_run: Path) -> Translator:
+    return Translator.from_run(trained_run, device="cpu", amp="off")
+
+
+@pytest.fixture(scope="module")
+def exported(fp32: Translator, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_ctranslate2(fp32, tmp_path_factory.mktemp("ct2") / "model", Quantization.FLOAT32)
+
+
+def test_float32_greedy_equals_mt_token_for_token(fp32: Translator, exported: Path, sentences) -> None:
+    engine = CTranslate2Engine(exported)
+    ours = [h[0].tokens for h in fp32.translate(sentences, beam_size=1)]
+    theirs = engine.translate_lines(sentences, beam_size=1)
+    assert theirs == fp32.tgt_tok.decode(ours)
+    assert theirs[-3] == ""  # an empty line stays empty
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_float32_beam_search_equals_mt(fp32: Translator, exported: Path, sentences, alpha: float) -> None:
+    # The same length penalty convention (|Y| ** alpha, EOS counted) in both engines. Beams that
+    # reach the length limit end differently (mt scores a forced EOS there, CTranslate2 stops),
+    # so only lines that ended on their own are compared; a tiny model has a few runaways.
+    engine = CTranslate2Engine(exported)
+    hyps = fp32.with_length_penalty(alpha).translate(sentences, beam_size=4)
+    theirs = engine.translate_lines(sentences, beam_size=4, length_penalty=alpha)
+    dec = fp32.card.decode
+    limits = [
+        output_limit(len(ids), dec.max_len_a, dec.max_len_b, fp32.card.model.max_positions)
+        for ids in fp32.encode_sources(sentences, warn=lambda message: None)
+    ]
+    ended = [i for i, (h, limit) in enumerate(zip(hyps, limits)) if len(h[0].tokens) < limit - 1]
+    ours = fp32.tgt_tok.decode([h[0].tokens for h in hyps])
+    assert len(ended) >= 40
+    assert [theirs[i] for i in ended] == [ours[i] for i in ended]
+
+
+def test_the_export_is_a_complete_model(fp32: Translator, exported: Path) -> None:
+    card = json.loads((exported / CARD_FILE).read_text())
+    assert card["data"]["src_lang"] == "de" and card["decode"] == dataclasses.asdict(fp32.card.decode)
+    config = json.loads((exported / "config.json").read_text())
+    assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-5
+    # The tied output projection is stored once: the file holds each parameter once, in fp32.
+    unique = {id(p): p.numel() for p in fp32.model.parameters()}
+    positions = fp32.model.positions.pe.numel()
+    expected = 4 * (sum(unique.values()) + 2 * positions)  # one position table per stack
+    assert expected <= (exported / "model.bin").stat().st_size < expected * 1.02
+
+
+def test_int8_is_smaller_and_still_translates(fp32: Translator, tmp_path: Path, sentences) -> None:
+    out = export_ctranslate2(fp32, tmp_path / "int8", Quantization.INT8)
+    assert (out / "model.bin").stat().st_size < 0.5 * sum(p.numel() * 4 for p in fp32.model.parameters())
+    engine = CTranslate2Engine(out)
+    greedy = fp32.translate_lines(sentences[:20], beam_size=1)
+    same = sum(a == b for a, b in zip(engine.translate_lines(sentences[:20], beam_size=1), greedy))
+    assert same >= 10  # int8 rounding changes some tokens of a tiny model, not most
+
+
+def test_a_pre_norm_model_exports_exactly(fp32: Translator, tmp_path: Path, sentences) -> None:
+    card = dataclasses.replace(fp32.card, model=dataclasses.replace(fp32.card.model, norm_first=True))
+    torch.manual_seed(0)
+    model = build_model(card.model, fp32.src_tok.vocab_size, fp32.tgt_tok.vocab_size)
+    translator = Translator.for_inference(model, fp32.src_tok, fp32.tgt_tok, card, torch.device("cpu"), None)
+    engine = CTranslate2Engine(export_ctranslate2(translator, tmp_path / "pre", Quantization.FLOAT32))
+    assert engine.translate_lines(sentences[:20], beam_size=1) == translator.translate_lines(
+        sentences[:20], beam_size=1
+    )
+
+
+def test_an_existing_output_is_refused_untouched(fp32: Translator, tmp_path: Path) -> None:
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "mine.txt").write_text("mine")
+    with pytest.raises(InputError, match="already exists"):
+        export_ctranslate2(fp32, tmp_path / "keep", Quantization.FLOAT32)
+    assert [p.name for p in (tmp_path / "keep").iterdir()] == ["mine.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
+
+
+def test_the_engine_option_exports_once_per_checkpoint(trained_run: Path, fp32: Translator, tmp_path) -> None:
+    run = tmp_path / "run"
+    subprocess.run(["cp", "-r", str(trained_run), str(run)], check=True)
+    first = ctranslate2_model_dir(run, None)
+    assert ctranslate2_model_dir(run, None) == first  # reused
+    assert ctranslate2_model_dir(run, "last") != first  # another checkpoint, another export
+    out = subprocess.run(
+        ["mt", "translate", "--run", str(run), "--engine", "ctranslate2", "--beam", "1", "Ein Hund läuft."],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out == fp32.translate_lines(["Ein Hund läuft."], beam_size=1)[0] + "\n"
