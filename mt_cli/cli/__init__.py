@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from mt_cli import __version__
-from mt_cli.cli import recipe, tools, translation
+from mt_cli.cli import export, recipe, serve, tools, translation
 from mt_cli.cli.common import app
 
 
@@ -37,7 +37,7 @@ def _main(
     """
 
 
-for module in (recipe, translation, tools):
+for module in (recipe, translation, tools, export, serve):
     module.register(app)
 
 
