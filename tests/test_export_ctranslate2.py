@@ -14,7 +14,7 @@ from mt_cli.decode.ctranslate2 import CARD_FILE, CTranslate2Engine
 from mt_cli.decode.engine import output_limit
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
-from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
+from mt_cli.export.ctranslate2 import POSITIONS, Quantization, export_ctranslate2
 from mt_cli.export.runs import ctranslate2_model_dir
 from mt_cli.files import read_lines
 from mt_cli.model.transformer import build_model
@@ -73,7 +73,7 @@ def test_the_export_is_a_complete_model(fp32: Translator, exported: Path) -> Non
     assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-5
     # The tied output projection is stored once: the file holds each parameter once, in fp32.
     unique = {id(p): p.numel() for p in fp32.model.parameters()}
-    positions = fp32.model.positions.pe.numel()
+    positions = POSITIONS * fp32.card.model.d_model
     expected = 4 * (sum(unique.values()) + 2 * positions)  # one position table per stack
     assert expected <= (exported / "model.bin").stat().st_size < expected * 1.02
 
@@ -120,3 +120,10 @@ def test_the_engine_option_exports_once_per_checkpoint(trained_run: Path, fp32: 
         check=True,
     ).stdout
     assert out == fp32.translate_lines(["Ein Hund läuft."], beam_size=1)[0] + "\n"
+
+
+def test_exporting_leaves_the_model_untouched(fp32: Translator, tmp_path: Path) -> None:
+    before = {name: p.clone() for name, p in fp32.model.state_dict().items()}
+    export_ctranslate2(fp32, tmp_path / "int8", Quantization.INT8)
+    after = fp32.model.state_dict()
+    assert all(torch.equal(before[name], after[name]) for name in before)

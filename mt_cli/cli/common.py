@@ -67,7 +67,9 @@ BeamOption = Annotated[
 LengthPenaltyOption = Annotated[
     float | None,
     typer.Option(
-        "--length-penalty", min=0.0, help="Length penalty alpha: beam scores are log-prob / length ** alpha (default: the recipe's)."
+        "--length-penalty",
+        min=0.0,
+        help="Length penalty alpha: a beam's score is log-prob / length ** alpha (default: the recipe's).",
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]

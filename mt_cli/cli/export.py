@@ -60,6 +60,8 @@ def _default_output(run: Path, export_format: ExportFormat, quantization: Quanti
     exports.mkdir(parents=True, exist_ok=True)
     if export_format is ExportFormat.HUGGINGFACE:
         return exports / "huggingface"
+    if export_format is ExportFormat.ARGOS:  # a file, named as Argos's tools expect
+        return exports / f"argos-{quantization.value}.argosmodel"
     return exports / f"{export_format.value}-{quantization.value}"
 
 

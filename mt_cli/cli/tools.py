@@ -22,7 +22,7 @@ from mt_cli.cli.common import (
     run_from,
     user_errors,
 )
-from mt_cli.errors import CheckpointError
+from mt_cli.errors import CheckpointError, InputError
 from mt_cli.files import check_output_path
 
 RunArgument = Annotated[
@@ -45,6 +45,10 @@ RepeatsOption = option(int, min=1, help="Timed repeats of the training batches."
 DecodeRepeatsOption = option(int, min=1, help="Timed repeats of the translation pass.")
 BatchesOption = option(int, min=1, help="Training batches (train.max_tokens each) per timed repeat.")
 BenchBeamOption = option(int, min=2, help="Beam size of the beam-search row.")
+EnginesOption = option(
+    bool,
+    help="Compare engines on a trained --run: mt, CTranslate2 float32/int8, Hugging Face (greedy, --beam).",
+)
 ReportOption = option(Path | None, "--output", "-o", help="Also write the report to this JSON file.")
 PlotOption = option(Path | None, "--output", "-o", help="PNG to write (default: RUN/curves.png).")
 
@@ -89,14 +93,26 @@ def bench(
     device: DeviceOption = "auto",
     as_json: JsonOption = False,
     output: ReportOption = None,
+    engines: EnginesOption = False,
 ) -> None:
-    """Measure training and translation speed and memory against a textbook nn.Transformer."""
+    """Measure training and translation speed and memory against a textbook nn.Transformer, or
+    (--engines) a run's translation speed, BLEU, size and memory in mt and in each export."""
     from mt_cli.files import write_json
     from mt_cli.tools.bench import BenchPlan, run_bench
     from mt_cli.tools.timing import format_report
 
     if output is not None:
         check_output_path(output, "--output")
+    if engines:
+        from mt_cli.tools.engines import format_engine_report, run_engine_bench
+
+        if run is None:
+            raise InputError("--engines needs --run: the trained model to export and compare")
+        report = run_engine_bench(run, checkpoint, sentences, (1, beam), log)
+        if output is not None:
+            write_json(report, output)
+        typer.echo(json.dumps(report, indent=2) if as_json else "\n".join(format_engine_report(report)))
+        return
     plan = BenchPlan(sentences, repeats, decode_repeats, batches, beam)
     report = run_bench(config, overrides or [], run, checkpoint, device, plan, log=log)
     if output is not None:

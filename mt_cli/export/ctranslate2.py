@@ -5,7 +5,9 @@ small mapping function per kind of layer. What makes the export decode exactly l
 
 * Post-norm is said explicitly (``TransformerSpec.from_config`` defaults to pre-norm).
 * Positions: CTranslate2's built-in sinusoids differ from mt's (frequencies, layout), so mt's
-  own table is stored; decoding past its rows is impossible, and the engine caps output length.
+  own table is stored, extended to at least ``POSITIONS`` rows by the same formula: clients that
+  do not cap the output length (Argos stops at CTranslate2's default of 256 tokens) never read
+  past it. mt's engine caps output at the model's own positions.
 * mt's fused self-attention q/k/v and cross-attention k/v are CTranslate2's fused linears as
   they are; the tied output projection is the target embedding array, which CTranslate2 stores
   once.
@@ -31,7 +33,14 @@ from mt_cli.config import config_to_dict
 from mt_cli.decode.ctranslate2 import CARD_FILE, SOURCE_SPM, TARGET_SPM
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.files import temporary_directory_next_to, write_json
-from mt_cli.model.layers import CrossAttention, DecoderLayer, EncoderLayer, FeedForward, SelfAttention
+from mt_cli.model.layers import (
+    CrossAttention,
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    PositionalEncoding,
+    SelfAttention,
+)
 
 if TYPE_CHECKING:
     from ctranslate2.specs import TransformerSpec
@@ -39,6 +48,7 @@ if TYPE_CHECKING:
     from mt_cli.decode.translator import Translator
     from mt_cli.model.transformer import Transformer
 
+POSITIONS = 1024  # rows of the stored position table (CTranslate2 decodes 256 tokens by default)
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every mt LayerNorm uses
 
 
@@ -86,7 +96,8 @@ def transformer_spec(translator: Translator) -> TransformerSpec:
         pre_norm=card.model.norm_first,
         activation=activation,
     )
-    positions = _array(model.positions.pe)  # (P, D)
+    rows = max(POSITIONS, card.model.max_positions)
+    positions = _array(PositionalEncoding(card.model.d_model, rows).pe)  # (rows, D), mt's first rows
     set_encoder(spec.encoder, model, positions)
     set_decoder(spec.decoder, model, positions)
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
@@ -169,7 +180,9 @@ def set_linear(spec, linear: nn.Linear) -> None:
 
 
 def _array(tensor) -> np.ndarray:
-    return tensor.detach().float().cpu().numpy()
+    # A copy: CTranslate2's optimize() quantizes the spec's arrays in place, and a view would
+    # quantize the translator's own weights with them.
+    return tensor.detach().float().cpu().numpy().copy()
 
 
 def _pieces(processor) -> list[str]:

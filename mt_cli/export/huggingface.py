@@ -39,8 +39,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor, nn
 
+from mt_cli.config import config_to_dict
+from mt_cli.decode.ctranslate2 import CARD_FILE
 from mt_cli.errors import ConfigError, InputError
-from mt_cli.files import temporary_directory_next_to
+from mt_cli.files import temporary_directory_next_to, write_json
 from mt_cli.model.layers import CrossAttention, DecoderLayer, EncoderLayer, FeedForward, SelfAttention
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 
@@ -67,6 +69,7 @@ def export_huggingface(translator: Translator, out_dir: Path) -> Path:
         model_dir = staging / "model"
         model.save_pretrained(model_dir)  # config.json, generation_config.json, model.safetensors
         save_tokenizer(translator, model_dir)
+        write_json(config_to_dict(translator.card), model_dir / CARD_FILE)  # for mt's own tools
         (model_dir / "README.md").write_text(readme(translator.card), encoding="utf-8")
         model_dir.rename(out_dir)
     return out_dir

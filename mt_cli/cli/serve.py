@@ -1,0 +1,156 @@
+"""``mt serve``: the LibreTranslate HTTP API over a trained run (the work is in ``mt_cli.serve``)."""
+
+from __future__ import annotations
+
+import errno
+import signal
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from mt_cli.cli.common import (
+    DEFAULT_RUN,
+    BeamOption,
+    CheckpointOption,
+    DeviceOption,
+    RunOption,
+    log,
+    option,
+    user_errors,
+)
+from mt_cli.cli.engines import ComputeType, ComputeTypeOption, EngineOption
+from mt_cli.decode.engine import EngineKind
+from mt_cli.errors import InputError, RunFailure
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+HostOption = option(str, help="Address to listen on (0.0.0.0: every IPv4 interface).")
+PortOption = option(int, min=0, max=65535, help="Port to listen on (0: any free one, shown at startup).")
+ApiKeysOption = option(
+    Path | None,
+    "--api-keys",
+    help="File of API keys, one a line: then /translate and /detect need one (403).",
+)
+MaxCharsOption = option(int, min=1, help="Characters one request may send, all its texts together (400).")
+BatchWaitOption = option(
+    float, "--batch-wait-ms", min=0.0, help="Milliseconds a batch waits for more requests before decoding."
+)
+MaxQueueOption = option(
+    int, min=1, help="Lines waiting for the engine; a request that does not fit gets 429."
+)
+LISTEN_BACKLOG = 2048  # uvicorn's default: connections made while the model loads wait here
+
+
+@user_errors
+def serve(
+    run: RunOption = DEFAULT_RUN,
+    engine: EngineOption = EngineKind.MT,
+    checkpoint: CheckpointOption = None,
+    device: DeviceOption = "auto",
+    compute_type: ComputeTypeOption = ComputeType.DEFAULT,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 5000,
+    api_keys: ApiKeysOption = None,
+    beam: BeamOption = None,
+    max_chars: MaxCharsOption = 5000,
+    batch_wait_ms: BatchWaitOption = 5.0,
+    max_queue: MaxQueueOption = 1024,
+) -> None:
+    """Serve the LibreTranslate HTTP API over a trained run, and a page to try it at /.
+
+    Endpoints: POST /translate and /detect; GET /languages, /frontend/settings and /health.
+
+    Concurrent requests are decoded together. SIGTERM answers every accepted request, then exits 0.
+
+    Exit codes: 2 a bad option or --api-keys file; 3 the port is in use or the server failed; 130 Ctrl-C.
+    """
+    keys = _read_keys(api_keys) if api_keys is not None else frozenset()
+    listener = _listen(host, port)  # before the model loads, so a port in use fails at once
+    try:
+        from mt_cli.cli.engines import open_engine
+        from mt_cli.serve.app import Settings, create_app
+
+        model = open_engine(run, engine, checkpoint, device, compute_type)
+        settings = Settings(
+            max_chars=max_chars,
+            max_queue=max_queue,
+            batch_wait_ms=batch_wait_ms,
+            beam_size=beam,
+            api_keys=keys,
+        )
+        url = _url(listener)
+        beam_size = model.beam_size if beam is None else beam
+        ready = (
+            f"mt serve: {model.src_lang} -> {model.tgt_lang} at {url} "
+            f"({engine.value} engine, beam {beam_size}, {model.origin})"
+        )
+        _run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener)
+    finally:
+        listener.close()
+
+
+def _read_keys(path: Path) -> frozenset[str]:
+    from mt_cli.files import check_input_file, read_lines
+
+    check_input_file(path, "--api-keys")
+    keys = frozenset(line.strip() for line in read_lines(path) if line.strip())
+    if not keys:
+        raise InputError(f"--api-keys {path} holds no key; write one key a line")
+    return keys
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, or a RunFailure naming what is in the way."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as err:
+        raise InputError(f"--host {host}: {err.strerror}") from None
+    listener = socket.socket(family, kind, proto)
+    # As uvicorn does: a restarted server need not wait for the old connections' TIME_WAIT.
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+        listener.listen(LISTEN_BACKLOG)
+    except OSError as err:
+        listener.close()
+        if err.errno == errno.EADDRINUSE:
+            raise RunFailure(
+                f"port {port} on {host} is in use; stop what listens there or pick another --port"
+            ) from None
+        raise RunFailure(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    return listener
+
+
+def _url(listener: socket.socket) -> str:
+    host, port = listener.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _run_server(app: FastAPI, listener: socket.socket) -> None:
+    """Run uvicorn on ``listener`` until SIGTERM (return) or Ctrl-C (KeyboardInterrupt), both graceful."""
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+
+    def stop(signum: int, frame: object) -> None:
+        # uvicorn restores this handler after its graceful shutdown and raises SIGTERM again:
+        # catching it here makes a stop by SIGTERM exit 0 instead of dying by the signal.
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        server.run(sockets=[listener])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if not server.started:
+        raise RunFailure("the server did not start; see the messages above")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)

@@ -1,0 +1,221 @@
+"""``mt bench --engines``: a trained run in every engine, side by side on test2016.
+
+Rows: mt in its default precision and in fp32, CTranslate2 float32 and int8, and the Hugging
+Face Marian export, each greedy and with the recipe's beam. Every row runs in a child process of
+its own (``python -m mt_cli.tools.engines``) under ``/usr/bin/time -v``, whose peak RSS is that
+engine's alone. (Not ``os.wait4`` on a direct child: Python starts children with vfork, and
+Linux then counts the parent's pages in the child's peak.) The child loads the engine,
+translates 32 lines to warm up, then times one pass over all lines with ``threads`` threads.
+The parent scores each output (sacreBLEU) and counts the lines identical to mt fp32's output
+with the same beam. The exports are made first, into a temporary directory, and timed.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mt_cli.config import card_from_dict
+from mt_cli.decode.ctranslate2 import CARD_FILE
+from mt_cli.decode.engine import Engine, output_limit
+from mt_cli.errors import RunFailure
+
+GNU_TIME = "/usr/bin/time"  # its -v report is the peak RSS of the one process it runs
+WARM_UP_LINES = 32
+HF_BATCH = 64  # sentences per generate() call
+
+
+class Case(str, enum.Enum):
+    MT = "mt"
+    MT_FP32 = "mt-fp32"
+    CT2_FLOAT32 = "ctranslate2-float32"
+    CT2_INT8 = "ctranslate2-int8"
+    HUGGINGFACE = "huggingface"
+
+
+class HuggingFaceEngine:
+    """The Marian export through ``generate``, each sentence under mt's own length limit."""
+
+    def __init__(self, model_dir: Path) -> None:
+        from transformers import MarianMTModel, MarianTokenizer
+
+        self.card = card_from_dict(json.loads((model_dir / CARD_FILE).read_text(encoding="utf-8")))
+        self.model = MarianMTModel.from_pretrained(model_dir).eval()
+        self.tokenizer = MarianTokenizer.from_pretrained(model_dir)
+        self.origin = str(model_dir)
+
+    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **unused: Any) -> list[str]:
+        import torch
+
+        dec = self.card.decode
+        ids = self.tokenizer([line.strip() for line in lines])["input_ids"]
+        groups: dict[int, list[int]] = defaultdict(list)
+        for index, source in enumerate(ids):
+            if len(source) > 1:
+                groups[
+                    output_limit(len(source), dec.max_len_a, dec.max_len_b, self.card.model.max_positions)
+                ].append(index)
+        out = [""] * len(lines)
+        for limit, indices in groups.items():
+            for start in range(0, len(indices), HF_BATCH):
+                chunk = indices[start : start + HF_BATCH]
+                batch = self.tokenizer([lines[i].strip() for i in chunk], return_tensors="pt", padding=True)
+                with torch.inference_mode():
+                    generated = self.model.generate(
+                        **batch,
+                        num_beams=beam_size or dec.beam_size,
+                        length_penalty=dec.length_penalty,
+                        early_stopping=True,
+                        do_sample=False,
+                        max_new_tokens=limit,
+                    )
+                for i, text in zip(chunk, self.tokenizer.batch_decode(generated, skip_special_tokens=True)):
+                    out[i] = text
+        return out
+
+
+def _open(case: Case, run: Path, checkpoint: str | None, model_dir: Path | None) -> Engine:
+    from mt_cli.decode.ctranslate2 import CTranslate2Engine
+    from mt_cli.decode.translator import Translator
+
+    opened: dict[Case, Callable[[], Engine]] = {
+        Case.MT: lambda: Translator.from_run(run, checkpoint, "cpu"),
+        Case.MT_FP32: lambda: Translator.from_run(run, checkpoint, "cpu", amp="off"),
+        Case.CT2_FLOAT32: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
+        Case.CT2_INT8: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
+        Case.HUGGINGFACE: lambda: HuggingFaceEngine(model_dir),
+    }
+    return opened[case]()
+
+
+def child(job: dict[str, Any]) -> None:
+    """One row, in this process: load, warm up, time one pass, write the lines, print the time."""
+    import torch
+
+    torch.set_num_threads(job["threads"])
+    model_dir = Path(job["model_dir"]) if job["model_dir"] else None
+    start = time.perf_counter()
+    engine = _open(Case(job["case"]), Path(job["run"]), job["checkpoint"], model_dir)
+    load_seconds = time.perf_counter() - start
+    lines = Path(job["lines"]).read_text(encoding="utf-8").splitlines()
+    engine.translate_lines(lines[:WARM_UP_LINES], beam_size=job["beam"])
+    start = time.perf_counter()
+    out = engine.translate_lines(lines, beam_size=job["beam"])
+    seconds = time.perf_counter() - start
+    Path(job["out"]).write_text("".join(line + "\n" for line in out), encoding="utf-8")
+    print(json.dumps({"seconds": seconds, "load_seconds": load_seconds}))
+
+
+def run_engine_bench(
+    run: Path, checkpoint: str | None, sentences: int | None, beams: Sequence[int], log: Callable[[str], None]
+) -> dict[str, Any]:
+    """Every engine's rows for ``beams`` on test2016 (the first ``sentences`` lines)."""
+    from mt_cli.data.corpus import load_corpus
+    from mt_cli.decode.evaluate import score
+    from mt_cli.decode.translator import Translator
+
+    translator = Translator.from_run(run, checkpoint, "cpu", amp="off")
+    corpus = load_corpus(translator.card.data, ["test2016"])["test2016"]
+    sources, references = corpus["src"][:sentences], corpus["tgt"][:sentences]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mt-engines-") as tmp:
+        work = Path(tmp)
+        exports = _exports(translator, work, log)
+        (work / "lines.txt").write_text("".join(line + "\n" for line in sources), encoding="utf-8")
+        reference_outputs: dict[int, list[str]] = {}
+        for beam in beams:
+            for case in (Case.MT_FP32, Case.MT, Case.CT2_FLOAT32, Case.CT2_INT8, Case.HUGGINGFACE):
+                log(f"{case.value}, beam {beam}")
+                row, out = _row(case, beam, run, checkpoint, exports, work)
+                reference_outputs.setdefault(beam, out)
+                same = sum(a == b for a, b in zip(out, reference_outputs[beam]))
+                row.update(bleu=round(score(out, references).bleu, 2), same_as_mt_fp32=same / len(out))
+                rows.append(row)
+    return {"run": str(run), "sentences": len(sources), "threads": os.cpu_count(), "rows": rows}
+
+
+def _exports(translator, work: Path, log: Callable[[str], None]) -> dict[Case, dict[str, Any]]:
+    from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
+    from mt_cli.export.huggingface import export_huggingface
+
+    makers: dict[Case, Callable[[Path], Path]] = {
+        Case.CT2_FLOAT32: lambda out: export_ctranslate2(translator, out, Quantization.FLOAT32),
+        Case.CT2_INT8: lambda out: export_ctranslate2(translator, out, Quantization.INT8),
+        Case.HUGGINGFACE: lambda out: export_huggingface(translator, out),
+    }
+    made: dict[Case, dict[str, Any]] = {
+        Case.MT: {"dir": None, "size": translator.checkpoint.stat().st_size, "export_seconds": 0.0},
+        Case.MT_FP32: {"dir": None, "size": translator.checkpoint.stat().st_size, "export_seconds": 0.0},
+    }
+    for case, make in makers.items():
+        start = time.perf_counter()
+        out = make(work / case.value)
+        weights = sum(p.stat().st_size for p in out.iterdir() if p.name in ("model.bin", "model.safetensors"))
+        made[case] = {"dir": out, "size": weights, "export_seconds": time.perf_counter() - start}
+        log(f"exported {case.value} in {made[case]['export_seconds']:.1f} s")
+    return made
+
+
+def _row(
+    case: Case, beam: int, run: Path, checkpoint: str | None, exports: dict[Case, dict[str, Any]], work: Path
+) -> tuple[dict[str, Any], list[str]]:
+    out_path = work / f"{case.value}-beam{beam}.txt"
+    job = {
+        "case": case.value,
+        "run": str(run),
+        "checkpoint": checkpoint,
+        "model_dir": str(exports[case]["dir"]) if exports[case]["dir"] else None,
+        "lines": str(work / "lines.txt"),
+        "out": str(out_path),
+        "beam": beam,
+        "threads": os.cpu_count() or 1,
+    }
+    if not Path(GNU_TIME).is_file():
+        raise RunFailure(f"{GNU_TIME} measures each engine's memory; install GNU time (apt-get install time)")
+    done = subprocess.run(
+        [GNU_TIME, "-v", sys.executable, "-m", "mt_cli.tools.engines", json.dumps(job)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RunFailure(f"the {case.value} row failed: {done.stderr.strip().splitlines()[-1:]}")
+    timing = json.loads(done.stdout.strip().splitlines()[-1])
+    peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
+    out = out_path.read_text(encoding="utf-8").splitlines()
+    row = {
+        "engine": case.value,
+        "beam": beam,
+        "sentences_per_second": round(len(out) / timing["seconds"], 2),
+        "load_seconds": round(timing["load_seconds"], 2),
+        "peak_rss_mib": round(peak_kib / 1024, 1),
+        "size_mib": round(exports[case]["size"] / 2**20, 1),
+    }
+    return row, out
+
+
+def format_engine_report(report: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{report['run']}: test2016, {report['sentences']} sentences, {report['threads']} threads",
+        f"{'engine':<22}{'beam':>5}{'sent/s':>9}{'BLEU':>8}{'= mt fp32':>11}{'size MiB':>10}"
+        f"{'peak RSS MiB':>14}",
+    ]
+    for row in report["rows"]:
+        lines.append(
+            f"{row['engine']:<22}{row['beam']:>5}{row['sentences_per_second']:>9.1f}{row['bleu']:>8.2f}"
+            f"{row['same_as_mt_fp32']:>10.1%}{row['size_mib']:>10.1f}{row['peak_rss_mib']:>14.0f}"
+        )
+    return lines
+
+
+if __name__ == "__main__":
+    child(json.loads(sys.argv[1]))

@@ -1,0 +1,173 @@
+# Start a server, make the expected translations (optional), then run the load from the repository root:
+#   mt serve --run runs/multi30k --port 5000 &
+#   mt translate --run runs/multi30k -i data/multi30k/test_2016_flickr.de.gz -o /tmp/test2016.en
+#   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en
+"""Load test of a running `mt serve`: N clients for T seconds, each sending random test2016
+sentences (POST /translate, JSON, one request at a time per client, the next as soon as the
+answer arrives).
+
+Reports requests/s, lines/s, p50/p99 latency, the failures (any answer but 200, or no answer)
+and, with --expected (the `mt translate` output aligned with test2016), the answers that differ
+from it. Exits 1 if any request failed. Differences are not failures: the engine's results
+depend slightly on what else shares the batch (padding changes the sums; in bf16, the default
+on a CPU with native bf16, enough to flip some lines), and the server's batches are whatever
+requests arrived together, while `mt translate` batches the file by length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from mt_cli.files import read_lines
+from mt_cli.resources import SHIPPED_MULTI30K
+
+TEST2016 = SHIPPED_MULTI30K / "test_2016_flickr.de.gz"
+
+
+@dataclass
+class Tally:
+    """What the clients saw, added to as answers arrive."""
+
+    latencies: list[float] = field(default_factory=list)  # seconds, of the 200 answers
+    lines: int = 0
+    failures: Counter[str] = field(default_factory=Counter)  # "HTTP 429", "ReadTimeout", ...
+    mismatches: list[tuple[str, str, str]] = field(default_factory=list)  # (source, expected, answer)
+    checked: int = 0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="http://127.0.0.1:5000", help="the server (default: %(default)s)")
+    parser.add_argument("-n", "--clients", type=int, default=32, help="concurrent clients (default: 32)")
+    parser.add_argument("-T", "--seconds", type=float, default=60, help="how long to send (default: 60)")
+    parser.add_argument(
+        "--lines", type=int, default=1, help="sentences per request, sent as a list (default: 1)"
+    )
+    parser.add_argument("--expected", type=Path, help="`mt translate` output for test2016, line by line")
+    parser.add_argument("--source", type=Path, default=TEST2016, help="sentences to send (default: test2016)")
+    parser.add_argument("--api-key", help="the api_key to send")
+    parser.add_argument("--seed", type=int, default=1, help="random seed of the sentence choice")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for one answer")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    return parser.parse_args()
+
+
+async def client(
+    http: httpx.AsyncClient,
+    args: argparse.Namespace,
+    sources: list[str],
+    expected: list[str] | None,
+    rng: random.Random,
+    deadline: float,
+    tally: Tally,
+) -> None:
+    """One client: a request, wait for its answer, the next, until the deadline."""
+    while time.monotonic() < deadline:
+        picks = [rng.randrange(len(sources)) for _ in range(args.lines)]
+        body: dict[str, object] = {
+            "q": [sources[i] for i in picks] if args.lines > 1 else sources[picks[0]],
+            "source": "de",
+            "target": "en",
+            "format": "text",
+        }
+        if args.api_key:
+            body["api_key"] = args.api_key
+        start = time.monotonic()
+        try:
+            response = await http.post(f"{args.url}/translate", json=body)
+        except httpx.HTTPError as err:
+            tally.failures[type(err).__name__] += 1
+            continue
+        if response.status_code != 200:
+            tally.failures[f"HTTP {response.status_code}"] += 1
+            continue
+        tally.latencies.append(time.monotonic() - start)
+        tally.lines += len(picks)
+        if expected is not None:
+            answer = response.json()["translatedText"]
+            for index, text in zip(picks, answer if args.lines > 1 else [answer]):
+                tally.checked += 1
+                if text != expected[index]:
+                    tally.mismatches.append((sources[index], expected[index], text))
+
+
+async def run(
+    args: argparse.Namespace, sources: list[str], expected: list[str] | None
+) -> tuple[Tally, float]:
+    tally = Tally()
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    async with httpx.AsyncClient(timeout=args.timeout, limits=limits) as http:
+        (await http.get(f"{args.url}/health")).raise_for_status()  # fail at once if nothing listens
+        start = time.monotonic()
+        deadline = start + args.seconds
+        rngs = [random.Random(args.seed * 1000 + i) for i in range(args.clients)]
+        await asyncio.gather(*(client(http, args, sources, expected, rng, deadline, tally) for rng in rngs))
+    return tally, time.monotonic() - start
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+def report(args: argparse.Namespace, tally: Tally, seconds: float) -> dict[str, object]:
+    done = len(tally.latencies)
+    return {
+        "url": args.url,
+        "clients": args.clients,
+        "lines_per_request": args.lines,
+        "seconds": round(seconds, 2),
+        "requests": done,
+        "requests_per_s": round(done / seconds, 2),
+        "lines_per_s": round(tally.lines / seconds, 2),
+        "latency_p50_ms": round(1000 * percentile(tally.latencies, 0.50), 1),
+        "latency_p99_ms": round(1000 * percentile(tally.latencies, 0.99), 1),
+        "failed": sum(tally.failures.values()),
+        "failures": dict(tally.failures),
+        "checked": tally.checked,
+        "mismatched": len(tally.mismatches),
+    }
+
+
+def main() -> int:
+    args = parse_args()
+    sources = read_lines(args.source)
+    expected = read_lines(args.expected) if args.expected is not None else None
+    if expected is not None and len(expected) != len(sources):
+        sys.exit(f"error: --expected has {len(expected)} lines, {args.source} has {len(sources)}")
+    try:
+        tally, seconds = asyncio.run(run(args, sources, expected))
+    except httpx.HTTPError as err:
+        sys.exit(f"error: cannot reach {args.url}: {err}")
+    result = report(args, tally, seconds)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"{result['requests']} requests in {result['seconds']} s from {args.clients} clients: "
+            f"{result['requests_per_s']} requests/s, {result['lines_per_s']} lines/s, "
+            f"latency p50 {result['latency_p50_ms']} ms, p99 {result['latency_p99_ms']} ms, "
+            f"failed {result['failed']} {result['failures'] or ''}".rstrip()
+        )
+        if expected is not None:
+            print(f"checked {tally.checked} answers against {args.expected}: {len(tally.mismatches)} differ")
+            for source, wanted, got in tally.mismatches[:3]:
+                print(f"  {source}\n    expected: {wanted}\n    answered: {got}")
+    return 1 if result["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The micro-batcher without HTTP or a model: a fake engine that records its calls.
+
+The fake translates a line to its upper case, so every answer shows whose line it was; a
+gate (a threading.Event) holds the engine inside a call, to fill the queue behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from mt_cli.serve.batcher import Batcher, Closed, QueueFull
+
+
+class FakeEngine:
+    """Upper-cases lines; remembers each call and fails if two calls ever overlap."""
+
+    def __init__(self, seconds: float = 0.0, fail_on: str | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.seconds = seconds
+        self.fail_on = fail_on
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self._busy = threading.Lock()
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        if not self._busy.acquire(blocking=False):
+            raise AssertionError("the engine was called while another call ran")
+        try:
+            self.entered.set()
+            self.gate.wait(5)
+            self.calls.append(list(lines))
+            time.sleep(self.seconds)
+            if self.fail_on in lines:
+                raise RuntimeError("engine broke")
+            return [line.upper() for line in lines]
+        finally:
+            self._busy.release()
+
+
+def run(coroutine_function, *args):
+    return asyncio.run(coroutine_function(*args))
+
+
+async def _started(engine: FakeEngine, **settings) -> Batcher:
+    options = {"max_queue": 100, "wait": 0.005, "batch_lines": 64} | settings
+    batcher = Batcher(engine, **options)
+    await batcher.start()
+    return batcher
+
+
+def test_concurrent_requests_share_one_engine_call_and_get_their_own_lines() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        batcher = await _started(engine, wait=0.05)
+        requests = [[f"r{i} a", f"r{i} b"][: 1 + i % 2] for i in range(10)]
+        answers = await asyncio.gather(*(batcher.translate(lines) for lines in requests))
+        await batcher.close()
+        assert answers == [[line.upper() for line in lines] for lines in requests]
+        assert len(engine.calls) == 1 and engine.calls[0] == [line for lines in requests for line in lines]
+        assert batcher.stats.largest_batch == 10 and batcher.stats.lines == 15
+
+    run(scenario)
+
+
+def test_the_line_budget_closes_a_batch_and_the_engine_is_never_called_twice_at_once() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine(seconds=0.01)
+        batcher = await _started(engine, wait=0.05, batch_lines=4)
+        requests = [[f"r{i}"] for i in range(12)]
+        answers = await asyncio.gather(*(batcher.translate(lines) for lines in requests))
+        await batcher.close()
+        assert answers == [[f"R{i}"] for i in range(12)]
+        assert len(engine.calls) >= 3 and all(len(call) <= 4 for call in engine.calls)
+
+    run(scenario)
+
+
+def test_a_full_queue_refuses_what_does_not_fit_and_serves_the_rest() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        engine.gate.clear()  # the first call blocks, so later requests wait in the queue
+        batcher = await _started(engine, max_queue=3, wait=0)
+        first = asyncio.ensure_future(batcher.translate(["first"]))
+        while not engine.entered.is_set():
+            await asyncio.sleep(0.001)
+        waiting = [asyncio.ensure_future(batcher.translate([f"w{i}"])) for i in range(3)]
+        await asyncio.sleep(0)
+        with pytest.raises(QueueFull):
+            await batcher.translate(["one too many"])
+        with pytest.raises(QueueFull):
+            await batcher.translate(["a", "b"])
+        engine.gate.set()
+        assert await first == ["FIRST"]
+        assert await asyncio.gather(*waiting) == [[f"W{i}"] for i in range(3)]
+        assert await batcher.translate(["again"]) == ["AGAIN"]  # the queue has room again
+        await batcher.close()
+
+    run(scenario)
+
+
+def test_close_answers_every_accepted_request_then_refuses_new_ones() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine(seconds=0.02)
+        batcher = await _started(engine, batch_lines=2)
+        accepted = [asyncio.ensure_future(batcher.translate([f"r{i}"])) for i in range(8)]
+        await asyncio.sleep(0)  # all eight are queued
+        await batcher.close()
+        assert all(task.done() for task in accepted)
+        assert [task.result() for task in accepted] == [[f"R{i}"] for i in range(8)]
+        with pytest.raises(Closed):
+            await batcher.translate(["late"])
+
+    run(scenario)
+
+
+def test_an_engine_failure_answers_its_batch_and_the_batcher_goes_on() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine(fail_on="boom")
+        batcher = await _started(engine, wait=0.05)
+        results = await asyncio.gather(
+            batcher.translate(["ok"]), batcher.translate(["boom"]), return_exceptions=True
+        )
+        assert all(isinstance(result, RuntimeError) for result in results)
+        assert await batcher.translate(["fine"]) == ["FINE"]
+        await batcher.close()
+
+    run(scenario)
+
+
+def test_a_request_whose_client_left_is_not_decoded() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        engine.gate.clear()
+        batcher = await _started(engine, wait=0)
+        first = asyncio.ensure_future(batcher.translate(["first"]))
+        while not engine.entered.is_set():
+            await asyncio.sleep(0.001)
+        gone = asyncio.ensure_future(batcher.translate(["gone"]))
+        kept = asyncio.ensure_future(batcher.translate(["kept"]))
+        await asyncio.sleep(0)
+        gone.cancel()
+        engine.gate.set()
+        assert await first == ["FIRST"] and await kept == ["KEPT"]
+        await batcher.close()
+        assert engine.calls == [["first"], ["kept"]]
+        assert batcher.pending_requests == 0 and batcher.queued_lines == 0
+
+    run(scenario)

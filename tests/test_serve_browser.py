@@ -1,0 +1,67 @@
+"""`mt serve`'s page in a real browser: headless Chromium, driven by selenium, types German and
+reads the English the page fetched from POST /translate. Needs chromium and chromium-driver
+(Debian packages); without them the test is skipped and says so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_serve import ServeProcess, start_server
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SENTENCE = "Ein kleines Mädchen klettert in ein Spielhaus aus Holz."
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+    reason="needs /usr/bin/chromium and /usr/bin/chromedriver (apt-get install chromium chromium-driver)",
+)
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def page_server(trained_run: Path) -> Iterator[ServeProcess]:
+    running = start_server(trained_run)
+    yield running
+    assert running.stop() == 0
+
+
+def test_the_page_translates_what_a_person_types(page_server, browser, trained_run) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from mt_cli.decode.translator import Translator
+
+    expected = Translator.from_run(trained_run, device="cpu").translate_lines([SENTENCE])[0]
+    browser.get(f"{page_server.url}/")
+    wait = WebDriverWait(browser, 30)
+    wait.until(lambda driver: driver.find_element(By.ID, "source-label").text == "German")
+    assert browser.find_element(By.ID, "target-label").text == "English"
+    browser.find_element(By.ID, "source-text").send_keys(SENTENCE)
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "done")
+    assert browser.find_element(By.ID, "translation").text == expected
+    assert browser.find_element(By.ID, "error").text == ""
+
+    # Ctrl+Enter translates too, and a server error is shown, not swallowed.
+    box = browser.find_element(By.ID, "source-text")
+    browser.execute_script("arguments[0].value = 'x'.repeat(5000)", box)  # typing 5000 keys takes long
+    box.send_keys("x", Keys.CONTROL, Keys.ENTER)
+    wait.until(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "error")
+    assert "5000" in browser.find_element(By.ID, "error").text
