@@ -7,7 +7,6 @@ for token (float32), each sentence under mt's own length limit.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from transformers.models.marian.modeling_marian import MarianSinusoidalPositiona
 
 from mt_cli.config import ModelConfig
 from mt_cli.data.batch import collate, target_ids
+from mt_cli.decode.engine import output_limit
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.huggingface import export_huggingface, marian_model, residual_permutation
@@ -75,8 +75,7 @@ def english() -> list[str]:
 def mt_limit(translator: Translator, source_length: int) -> int:
     """mt's cap on generated tokens, EOS included, for a source of this many ids (EOS included)."""
     dec = translator.card.decode
-    limit = math.floor(dec.max_len_a * source_length) + dec.max_len_b
-    return min(max(limit, 1), translator.model.max_positions - 1)
+    return output_limit(source_length, dec.max_len_a, dec.max_len_b, translator.model.max_positions)
 
 
 def with_model(translator: Translator, cfg: ModelConfig, model: Transformer) -> Translator:

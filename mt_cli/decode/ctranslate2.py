@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mt_cli.config import ModelCard, card_from_dict
-from mt_cli.decode.engine import output_limit, source_pieces
+from mt_cli.decode.engine import CardEngine, output_limit, source_pieces
 from mt_cli.errors import CheckpointError
 from mt_cli.text.tokenizer import Tokenizer
 
@@ -24,7 +24,7 @@ SOURCE_SPM = "source.spm"
 TARGET_SPM = "target.spm"
 
 
-class CTranslate2Engine:
+class CTranslate2Engine(CardEngine):
     """An exported model: ``Engine`` over ``ctranslate2.Translator``."""
 
     def __init__(self, model_dir: Path, device: str = "cpu", compute_type: str = "default", threads: int = 0):
@@ -47,18 +47,6 @@ class CTranslate2Engine:
     @property
     def origin(self) -> str:
         return str(self.model_dir)
-
-    @property
-    def src_lang(self) -> str:
-        return self.card.data.src_lang
-
-    @property
-    def tgt_lang(self) -> str:
-        return self.card.data.tgt_lang
-
-    @property
-    def beam_size(self) -> int:
-        return self.card.decode.beam_size
 
     def translate_lines(
         self,

@@ -61,6 +61,24 @@ class Engine(Protocol):
         ...
 
 
+class CardEngine:
+    """What every engine reads from its model's card: languages and the default beam."""
+
+    card: ModelCard
+
+    @property
+    def src_lang(self) -> str:
+        return self.card.data.src_lang
+
+    @property
+    def tgt_lang(self) -> str:
+        return self.card.data.tgt_lang
+
+    @property
+    def beam_size(self) -> int:
+        return self.card.decode.beam_size
+
+
 def source_pieces(
     tokenizer: Tokenizer,
     lines: Sequence[str],

@@ -18,7 +18,7 @@ from mt_cli.checkpoint import RunDir, checkpoint_card, load_checkpoint
 from mt_cli.config import ModelCard
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
-from mt_cli.decode.engine import source_pieces
+from mt_cli.decode.engine import CardEngine, source_pieces
 from mt_cli.decode.search import Hypothesis, beam_search, cross_attention, greedy_search
 from mt_cli.errors import CheckpointError
 from mt_cli.model.transformer import Transformer, build_model
@@ -27,7 +27,7 @@ from mt_cli.text.tokenizer import Tokenizer
 
 
 @dataclass
-class Translator:
+class Translator(CardEngine):
     model: Transformer
     src_tok: Tokenizer
     tgt_tok: Tokenizer
@@ -182,18 +182,6 @@ class Translator:
     @property
     def origin(self) -> str:
         return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
-
-    @property
-    def src_lang(self) -> str:
-        return self.card.data.src_lang
-
-    @property
-    def tgt_lang(self) -> str:
-        return self.card.data.tgt_lang
-
-    @property
-    def beam_size(self) -> int:
-        return self.card.decode.beam_size
 
     def translate_lines(
         self,

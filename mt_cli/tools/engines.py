@@ -188,7 +188,9 @@ def _row(
         text=True,
     )
     if done.returncode != 0:
-        raise RunFailure(f"the {case.value} row failed: {done.stderr.strip().splitlines()[-1:]}")
+        child_errors = done.stderr.split("\tCommand being timed")[0].strip().splitlines()
+        cause = child_errors[-1] if child_errors else f"exit status {done.returncode}"
+        raise RunFailure(f"the {case.value} row failed: {cause}")
     timing = json.loads(done.stdout.strip().splitlines()[-1])
     peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
     out = out_path.read_text(encoding="utf-8").splitlines()
