@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from mt_cli.cli.common import DEFAULT_RUN, CheckpointOption, RunOption, log, option, user_errors
-from mt_cli.export.ctranslate2 import Quantization
+from mt_cli.export.quantization import Quantization
 
 
 class ExportFormat(str, enum.Enum):

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from mt_cli import __version__
 from mt_cli.errors import InputError
-from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
+from mt_cli.export.ctranslate2 import export_ctranslate2
+from mt_cli.export.quantization import Quantization
 from mt_cli.export.sentences import sentence_splitter
 from mt_cli.files import atomic_write_bytes, temporary_directory_next_to, write_json
 

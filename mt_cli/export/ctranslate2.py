@@ -22,7 +22,6 @@ complete model: ``decode.ctranslate2.CTranslate2Engine`` opens it without the ru
 from __future__ import annotations
 
 import dataclasses
-import enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from torch import nn
 from mt_cli.config import config_to_dict
 from mt_cli.decode.ctranslate2 import CARD_FILE, SOURCE_SPM, TARGET_SPM
 from mt_cli.errors import ConfigError, InputError
+from mt_cli.export.quantization import Quantization
 from mt_cli.files import temporary_directory_next_to, write_json
 from mt_cli.model.layers import (
     CrossAttention,
@@ -50,15 +50,6 @@ if TYPE_CHECKING:
 
 POSITIONS = 1024  # rows of the stored position table (CTranslate2 decodes 256 tokens by default)
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every mt LayerNorm uses
-
-
-class Quantization(str, enum.Enum):
-    """``--quantization``: how CTranslate2 stores the weights (and so computes by default)."""
-
-    FLOAT32 = "float32"
-    FLOAT16 = "float16"
-    INT8 = "int8"
-    INT8_FLOAT32 = "int8_float32"
 
 
 def export_ctranslate2(translator: Translator, out_dir: Path, quantization: Quantization) -> Path:
