@@ -71,16 +71,20 @@ def test_the_export_is_a_complete_model(fp32: Translator, exported: Path) -> Non
     assert card["data"]["src_lang"] == "de" and card["decode"] == dataclasses.asdict(fp32.card.decode)
     config = json.loads((exported / "config.json").read_text())
     assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-5
-    # The tied output projection is stored once: the file holds each parameter once, in fp32.
+    # The tied output projection is stored once: the file holds each parameter once, in fp32,
+    # and one position table (both stacks get the same one; CTranslate2 stores equal arrays once).
     unique = {id(p): p.numel() for p in fp32.model.parameters()}
     positions = POSITIONS * fp32.card.model.d_model
-    expected = 4 * (sum(unique.values()) + 2 * positions)  # one position table per stack
+    expected = 4 * (sum(unique.values()) + positions)
     assert expected <= (exported / "model.bin").stat().st_size < expected * 1.02
 
 
-def test_int8_is_smaller_and_still_translates(fp32: Translator, tmp_path: Path, sentences) -> None:
+def test_int8_is_smaller_and_still_translates(
+    fp32: Translator, exported: Path, tmp_path: Path, sentences
+) -> None:
     out = export_ctranslate2(fp32, tmp_path / "int8", Quantization.INT8)
-    assert (out / "model.bin").stat().st_size < 0.5 * sum(p.numel() * 4 for p in fp32.model.parameters())
+    # The weight matrices shrink 4x; the fp32 position table, biases and norms do not.
+    assert (out / "model.bin").stat().st_size < 0.5 * (exported / "model.bin").stat().st_size
     engine = CTranslate2Engine(out)
     greedy = fp32.translate_lines(sentences[:20], beam_size=1)
     same = sum(a == b for a, b in zip(engine.translate_lines(sentences[:20], beam_size=1), greedy))
