@@ -33,6 +33,8 @@ class DataConfig:
     tgt_lang: str = "en"
     max_len: int = 128  # tokens per side; longer training pairs are dropped (and counted)
     train_limit: int | None = None  # use only the first N training pairs (smoke runs)
+    max_length_ratio: float | None = None  # drop training pairs with one side this many times longer
+    prepared_dir: str | None = None  # where prepared corpora go (None: RUN/prepared)
     test_split: str = "test2016"
 
 
@@ -42,6 +44,7 @@ class TokenizerConfig:
     tgt_vocab_size: int = 6000
     model_type: Literal["bpe", "unigram"] = "bpe"
     character_coverage: float = 1.0
+    sample_sentences: int = 1_000_000  # training pairs the tokenizers learn from (a uniform sample)
     src_bpe_dropout: float = 0.0  # training pairs only, resampled every epoch; 0: one fixed segmentation
     tgt_bpe_dropout: float = 0.0
 

@@ -53,6 +53,10 @@ def check_data(d: DataConfig) -> None:
     require(d.src_lang != d.tgt_lang, f"data.src_lang and data.tgt_lang are both {d.src_lang!r}")
     require(d.max_len >= 2, f"data.max_len={d.max_len} must be at least 2")
     require(d.train_limit is None or d.train_limit > 0, f"data.train_limit={d.train_limit} must be positive")
+    require(
+        d.max_length_ratio is None or d.max_length_ratio >= 1,
+        f"data.max_length_ratio={d.max_length_ratio} must be at least 1 (or null: no ratio filter)",
+    )
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
     for split, pair in d.files.items():
@@ -88,6 +92,7 @@ def check_tokenizer(tok: TokenizerConfig, m: ModelConfig) -> None:
     for name in ("src_vocab_size", "tgt_vocab_size"):
         require(getattr(tok, name) >= 8, f"tokenizer.{name}={getattr(tok, name)} must be at least 8")
     require(0.0 < tok.character_coverage <= 1.0, "tokenizer.character_coverage must be in (0, 1]")
+    require(tok.sample_sentences >= 1, f"tokenizer.sample_sentences={tok.sample_sentences} must be positive")
     for name in ("src_bpe_dropout", "tgt_bpe_dropout"):
         value = getattr(tok, name)
         require(0.0 <= value < 1.0, f"tokenizer.{name}={value} must be in [0, 1)")

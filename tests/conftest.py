@@ -6,14 +6,21 @@ that variable set it themselves), so the suite reads the shipped corpus from any
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from mt_cli.config import TokenizerConfig
+from mt_cli.config import Config, TokenizerConfig
 from mt_cli.files import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.text.tokenizer import Tokenizer, train_tokenizer
+
+if TYPE_CHECKING:
+    import datasets
+
+    from mt_cli.data.prepare import TrainingData
 
 SMALL_VOCAB = 500
 SMALL_PAIRS = 3000
@@ -73,30 +80,47 @@ def tiny_config_path() -> Path:
     return CONFIGS / "tiny.yaml"
 
 
+def quiet(message: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class TinyCorpus:
+    """The tiny recipe's evaluation splits and its two tokenizers, saved in ``root``."""
+
+    root: Path
+    splits: datasets.DatasetDict
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+
+    def training_data(self, cfg: Config) -> TrainingData:
+        """What the trainer reads for ``cfg``; its prepared corpus goes under ``root`` (shared)."""
+        from mt_cli.data.prepare import prepare_corpus, training_data
+
+        toks = (self.src_tok, self.tgt_tok)
+        prepared = lambda: prepare_corpus(cfg, self.root, *toks, quiet)  # noqa: E731
+        return training_data(cfg, self.splits, *toks, prepared, quiet)
+
+
 @pytest.fixture(scope="session")
-def tiny_corpus(tmp_path_factory: pytest.TempPathFactory):
+def tiny_corpus(tmp_path_factory: pytest.TempPathFactory) -> TinyCorpus:
     """The tiny recipe's splits and its two tokenizers (trained once per session)."""
     from mt_cli.config import load_config
-    from mt_cli.data.prepare import load_training_splits
+    from mt_cli.data.prepare import load_eval_splits, tokenizer_sample
     from mt_cli.text.tokenizer import prepare_tokenizers
 
     cfg = load_config(CONFIGS / "tiny.yaml", FAST_TRAINING)
-    corpus = load_training_splits(cfg, log=lambda message: None)
-    train, quiet = corpus["train"], lambda message: None
-    return corpus, *prepare_tokenizers(
-        cfg, tmp_path_factory.mktemp("tiny"), train["src"], train["tgt"], log=quiet
-    )
+    root = tmp_path_factory.mktemp("tiny")
+    toks = prepare_tokenizers(cfg, root, *tokenizer_sample(cfg), log=quiet)
+    return TinyCorpus(root, load_eval_splits(cfg, quiet), *toks)
 
 
 @pytest.fixture(scope="session")
-def tiny_data(tiny_corpus):
+def tiny_data(tiny_corpus: TinyCorpus) -> TrainingData:
     """The tiny recipe's training data as the trainer reads it."""
     from mt_cli.config import load_config
-    from mt_cli.data.prepare import training_data
 
-    return training_data(
-        load_config(CONFIGS / "tiny.yaml", FAST_TRAINING), *tiny_corpus, log=lambda message: None
-    )
+    return tiny_corpus.training_data(load_config(CONFIGS / "tiny.yaml", FAST_TRAINING))
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,6 @@ from conftest import FAST_TRAINING
 from mt_cli.checkpoint import RunDir, load_checkpoint
 from mt_cli.config import ModelConfig, TrainConfig, load_config
 from mt_cli.data.batch import collate, pad_sources
-from mt_cli.data.prepare import training_data
 from mt_cli.decode.search import beam_search, greedy_search
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model
@@ -84,7 +83,7 @@ def test_fp16_training_goes_through_the_trainers_gradient_scaler(
     )
     run = RunDir(tmp_path)
     torch.manual_seed(cfg.train.seed)
-    data = training_data(cfg, *tiny_corpus, log=lambda message: None)
+    data = tiny_corpus.training_data(cfg)
     trainer = Trainer(cfg, run, data, Distributed(), log=lambda message: None)
     assert trainer.dtype == torch.float16 and trainer.scaler.is_enabled()
     initial_scale = trainer.scaler.get_scale()

@@ -19,6 +19,7 @@ from mt_cli.text.tokenizer import (
     prepare_tokenizers,
     tokenizer_path,
     tokenizer_stats,
+    tokenizers_match,
     train_tokenizer,
 )
 
@@ -97,6 +98,18 @@ def test_training_is_deterministic_and_atomic(tmp_path: Path) -> None:
     )
     assert a.encode(TEXTS) == b.encode(TEXTS)
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["spm.de.json", "spm.de.model"]
+
+
+def test_tokenizers_trained_on_a_known_corpus_are_reused_without_reading_it(tmp_path: Path) -> None:
+    corpus = {"files": [["/data/train.de", 100, 1], ["/data/train.en", 90, 1]], "train_limit": None}
+    assert not tokenizers_match(_cfg(), tmp_path, corpus)
+    prepare_tokenizers(_cfg(), tmp_path, TEXTS, EN_TEXTS, log=lambda message: None, corpus=corpus)
+    assert tokenizers_match(_cfg(), tmp_path, corpus)
+    assert not tokenizers_match(_cfg(vocab=60), tmp_path, corpus)
+    assert not tokenizers_match(_cfg(sample_sentences=10), tmp_path, corpus)
+    assert not tokenizers_match(_cfg(), tmp_path, {**corpus, "train_limit": 10})
+    tokenizer_path(tmp_path, "en").unlink()
+    assert not tokenizers_match(_cfg(), tmp_path, corpus)
 
 
 def test_small_corpus_gets_smaller_vocab_instead_of_failing(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
 from mt_cli.cli import app
 from mt_cli.config import load_config
-from mt_cli.data.prepare import training_data
+from mt_cli.data.batch import source_ids, target_ids
+from mt_cli.data.dataset import EncodedPairs
 from mt_cli.decode.evaluate import evaluate_run
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import CheckpointError
@@ -29,6 +30,8 @@ from mt_cli.train.optim import learning_rate
 from mt_cli.train.run import train
 from mt_cli.train.trainer import Trainer, TrainingError
 
+SPECIALS = (("src", source_ids), ("tgt", target_ids))
+
 
 def make_trainer(tiny_config_path: Path, tiny_corpus, run_dir: Path, *overrides: str) -> Trainer:
     """A trainer for the tiny recipe with ``overrides``, its data built for that config."""
@@ -36,7 +39,7 @@ def make_trainer(tiny_config_path: Path, tiny_corpus, run_dir: Path, *overrides:
     run = RunDir(run_dir)
     run.root.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.train.seed)
-    data = training_data(cfg, *tiny_corpus, log=lambda message: None)
+    data = tiny_corpus.training_data(cfg)
     return Trainer(cfg, run, data, Distributed(), log=lambda message: None)
 
 
@@ -127,7 +130,10 @@ def test_resume_across_an_epoch_boundary(tiny_config_path, tiny_corpus, tmp_path
 
 
 def test_bpe_dropout_resegments_every_epoch(tiny_config_path, tiny_corpus, tmp_path) -> None:
-    fixed = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "fixed").pairs
+    prepared = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "fixed").pairs
+    fixed = EncodedPairs(
+        *([ids(prepared.pieces(side, i)) for i in range(len(prepared))] for side, ids in SPECIALS)
+    )
     trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "tokenizer.src_bpe_dropout=0.1")
     epochs = []
     for epoch in (0, 1, 0):
@@ -139,9 +145,9 @@ def test_bpe_dropout_resegments_every_epoch(tiny_config_path, tiny_corpus, tmp_p
     assert src1 != src0 and len(src0) == len(src1) == len(fixed)
     assert sum(map(len, src0)) > 1.1 * sum(map(len, fixed.src))
     assert tgt0 == fixed.tgt  # no target dropout: the fixed target pieces
-    src_tok, tgt_tok = tiny_corpus[1:]
+    src_tok, tgt_tok = tiny_corpus.src_tok, tiny_corpus.tgt_tok
     assert src_tok.decode(src0) == src_tok.decode(fixed.src)
-    assert trainer.sampler.src_lengths == [len(ids) for ids in src0]
+    assert trainer.sampler.src_lengths.tolist() == [len(ids) for ids in src0]
     assert sorted(i for batch in batches0 for i in batch) == list(range(len(fixed)))
 
     both = make_trainer(
@@ -235,7 +241,7 @@ def test_config_errors_exit_2_before_any_work(tmp_path) -> None:
 def test_emulated_bf16_is_refused_before_any_work(tmp_path, monkeypatch) -> None:
     # Any CPU can pretend to lack bf16; the refusal must come before the corpus is even read.
     monkeypatch.setattr("mt_cli.runtime.device.cpu_has_native_bf16", lambda: False)
-    monkeypatch.setattr("mt_cli.train.run.load_training_splits", lambda *args: pytest.fail("read the corpus"))
+    monkeypatch.setattr("mt_cli.train.run.load_eval_splits", lambda *args: pytest.fail("read the corpus"))
     args = [
         "train",
         "--config",
@@ -325,6 +331,9 @@ def test_two_process_gloo_ddp_trains(tmp_path, data_dir) -> None:
     payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     assert payload["progress"]["step"] == 6
     assert (run_dir / "checkpoints" / "best.pt").exists()
+    # Rank 0 wrote one prepared corpus; rank 1 waited and mapped the same files.
+    assert len(list((run_dir / "prepared").iterdir())) == 1
+    assert result.stderr.count("encoding the training pairs") == 1
 
 
 @pytest.mark.slow

@@ -7,13 +7,14 @@ that need it, so reading a text file does not pay for it.
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.errors import DataError
-from mt_cli.files import read_lines
+from mt_cli.files import read_lines, stream_file_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.rules import SPLITS
 
@@ -87,30 +88,74 @@ def _multi30k_location(cfg: DataConfig) -> tuple[str, Path | None]:
     return f"the hub ({HUB_DATASET})", None
 
 
+def _split_files(cfg: DataConfig) -> tuple[str, dict[str, tuple[Path, Path]] | None]:
+    """(where the corpus is, split -> (source file, target file)); None for the hub."""
+    if cfg.source == "files":
+        return "data.files", {split: (Path(pair[0]), Path(pair[1])) for split, pair in cfg.files.items()}
+    src, tgt = cfg.src_lang, cfg.tgt_lang
+    where, directory = _multi30k_location(cfg)
+    if directory is None:
+        return where, None
+    files = _local_multi30k(directory, src, tgt) if directory.is_dir() else {}
+    if not files:
+        # An explicitly named location that is wrong is an error, not a cue to fall back:
+        # silently training on another copy (or downloading one) would hide the typo.
+        raise DataError(
+            f"Multi30k not found in {where}: no train.{src}[.gz] / train.{tgt}[.gz] there; "
+            "set data.dir or MT_DATA_DIR to a directory with the raw Multi30k files, "
+            "or unset both to use the copy shipped with mt"
+        )
+    return where, files
+
+
 def _corpus_pairs(
     cfg: DataConfig, splits: Sequence[str] | None
 ) -> tuple[str, list[str], dict[str, tuple[list[str], list[str]]]]:
     """(where the corpus is, the splits it has, split -> (source, target) lines for ``splits``)."""
-    if cfg.source == "files":
-        where = "data.files"
-        files = {split: (Path(pair[0]), Path(pair[1])) for split, pair in cfg.files.items()}
-    else:
-        src, tgt = cfg.src_lang, cfg.tgt_lang
-        where, directory = _multi30k_location(cfg)
-        if directory is None:
-            pairs = _hub_pairs(src, tgt)
-            return where, list(pairs), pairs
-        files = _local_multi30k(directory, src, tgt) if directory.is_dir() else {}
-        if not files:
-            # An explicitly named location that is wrong is an error, not a cue to fall back:
-            # silently training on another copy (or downloading one) would hide the typo.
-            raise DataError(
-                f"Multi30k not found in {where}: no train.{src}[.gz] / train.{tgt}[.gz] there; "
-                "set data.dir or MT_DATA_DIR to a directory with the raw Multi30k files, "
-                "or unset both to use the copy shipped with mt"
-            )
+    where, files = _split_files(cfg)
+    if files is None:
+        pairs = _hub_pairs(cfg.src_lang, cfg.tgt_lang)
+        return where, list(pairs), pairs
     wanted = list(files) if splits is None else [s for s in splits if s in files]
     return where, list(files), {split: _read_pair(*files[split]) for split in wanted}
+
+
+def _stream_pair(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
+    src, tgt = stream_file_lines(src_path), stream_file_lines(tgt_path)
+    for count, pair in enumerate(itertools.zip_longest(src, tgt)):
+        if pair[0] is None or pair[1] is None:
+            longer, shorter = (src_path, tgt_path) if pair[1] is None else (tgt_path, src_path)
+            raise DataError(
+                f"line counts differ: {shorter} ends after {count:,} lines, {longer} goes on; "
+                "parallel files need one sentence per line on both sides"
+            )
+        yield pair
+
+
+def train_pairs(cfg: DataConfig) -> Iterator[tuple[str, str]]:
+    """The training pairs as a stream (at most ``train_limit``), read from disk as they are needed."""
+    where, files = _split_files(cfg)
+    if files is None:
+        src, tgt = _hub_pairs(cfg.src_lang, cfg.tgt_lang)["train"]
+        pairs: Iterator[tuple[str, str]] = zip(src, tgt, strict=True)
+    elif "train" not in files:
+        raise DataError(f"split train is not in the corpus from {where}")
+    else:
+        pairs = _stream_pair(*files["train"])
+    return itertools.islice(pairs, cfg.train_limit)
+
+
+def train_fingerprint(cfg: DataConfig) -> dict:
+    """What identifies the training text without reading it: the files' paths, sizes and
+    modification times (as ``make`` and Hugging Face ``datasets`` decide), or the hub's name."""
+    where, files = _split_files(cfg)
+    if files is None or "train" not in files:
+        return {"corpus": where, "train_limit": cfg.train_limit}
+    stats = [(path.resolve(), path.stat()) for path in files["train"]]
+    return {
+        "files": [[str(path), stat.st_size, stat.st_mtime_ns] for path, stat in stats],
+        "train_limit": cfg.train_limit,
+    }
 
 
 def _hub_pairs(src: str, tgt: str) -> dict[str, tuple[list[str], list[str]]]:

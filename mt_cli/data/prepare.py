@@ -1,29 +1,41 @@
-"""From a config to what training reads: the splits, and the training pairs encoded once.
+"""From a config to what training reads: the evaluation splits, a sample for the tokenizers, and
+the training pairs encoded once into a prepared corpus on disk.
 
-Whoever runs several processes decides which one trains the tokenizers (``train.run``); this
-module only loads, encodes and filters, and reports on it for ``mt prepare``.
+Whoever runs several processes decides which one trains the tokenizers and writes the prepared
+corpus (``train.run``); this module loads, samples, encodes and filters, and reports on it.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.config import Config
-from mt_cli.data.corpus import load_corpus
+from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.dataset import (
-    EncodedPairs,
     FixedPairs,
     PairSource,
     ResegmentedPairs,
-    encode_pairs,
-    short_enough,
 )
-from mt_cli.text.tokenizer import Tokenizer, tokenizer_stats
+from mt_cli.data.prepared import (
+    Filtered,
+    PairFilter,
+    PreparedCorpus,
+    file_sha256,
+    prepared_key,
+    write_prepared,
+)
+from mt_cli.files import batched
+from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
 if TYPE_CHECKING:
     import datasets
+
+ENCODE_CHUNK = 50_000  # pairs encoded per SentencePiece call (it spreads them over every core)
+SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs share tokenizers
 
 
 @dataclass(frozen=True)
@@ -37,57 +49,124 @@ class TrainingData:
     test_ref: list[str]
 
 
-def load_training_splits(cfg: Config, log: Callable[[str], None]) -> datasets.DatasetDict:
-    """The train, val and test splits of the configured corpus."""
+def load_eval_splits(cfg: Config, log: Callable[[str], None]) -> datasets.DatasetDict:
+    """The val and test splits of the configured corpus (training pairs are streamed instead)."""
     import datasets
 
     datasets.disable_progress_bars()  # our own log says what is being prepared
-    splits = ["train", "val", cfg.data.test_split]
+    splits = ["val", cfg.data.test_split]
     corpus = load_corpus(cfg.data, splits)
     log(" | ".join(f"{name}: {len(corpus[name]):,} pairs" for name in splits))
     return corpus
 
 
-def training_data(
+def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
+    """At most ``tokenizer.sample_sentences`` training pairs, drawn uniformly in one pass over the
+    stream (reservoir sampling) and kept in corpus order; a smaller corpus is taken whole."""
+    size = cfg.tokenizer.sample_sentences
+    rng = random.Random(SAMPLE_SEED)
+    reservoir: list[tuple[int, tuple[str, str]]] = []
+    for index, pair in enumerate(train_pairs(cfg.data)):
+        if index < size:
+            reservoir.append((index, pair))
+        elif (slot := rng.randrange(index + 1)) < size:
+            reservoir[slot] = (index, pair)
+    reservoir.sort(key=lambda item: item[0])
+    return [src for _, (src, _) in reservoir], [tgt for _, (_, tgt) in reservoir]
+
+
+def prepared_recipe(cfg: Config, run_root: Path) -> dict:
+    """What a prepared corpus is made from: a change to any of it makes a new one."""
+    return {
+        "train": train_fingerprint(cfg.data),
+        "max_len": cfg.data.max_len,
+        "max_length_ratio": cfg.data.max_length_ratio,
+        "tokenizers": {
+            side: file_sha256(tokenizer_path(run_root, lang))
+            for side, lang in (("src", cfg.data.src_lang), ("tgt", cfg.data.tgt_lang))
+        },
+    }
+
+
+def prepared_directory(cfg: Config, run_root: Path, recipe: dict) -> Path:
+    root = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir is not None else run_root / "prepared"
+    return root / prepared_key(recipe)
+
+
+def prepare_corpus(
+    cfg: Config, run_root: Path, src_tok: Tokenizer, tgt_tok: Tokenizer, log: Callable[[str], None]
+) -> PreparedCorpus:
+    """The prepared corpus of this config and these tokenizers: reused, or written first."""
+    from tqdm import tqdm
+
+    recipe = prepared_recipe(cfg, run_root)
+    directory = prepared_directory(cfg, run_root, recipe)
+    if directory.exists():
+        corpus = PreparedCorpus.open(directory)
+        log(f"prepared corpus: reusing {directory} ({len(corpus):,} pairs)")
+        return corpus
+    log(f"prepared corpus: encoding the training pairs into {directory}")
+    pairs = batched(train_pairs(cfg.data), ENCODE_CHUNK)
+    chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
+    with tqdm(desc="encode", unit=" pairs", leave=False, disable=None) as bar:
+        corpus = write_prepared(directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update)
+    manifest = corpus.manifest
+    dropped = Filtered(**manifest["dropped"]).describe()
+    log(f"train: {manifest['read']:,} pairs read, {len(corpus):,} kept; dropped: {dropped}")
+    return corpus
+
+
+def pair_filter(cfg: Config) -> PairFilter:
+    return PairFilter(cfg.data.max_len, cfg.data.max_length_ratio)
+
+
+def training_pairs(
     cfg: Config,
-    corpus: datasets.DatasetDict,
+    prepared: Callable[[], PreparedCorpus],
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
     log: Callable[[str], None],
-) -> TrainingData:
-    """Encode the training pairs, drop those longer than ``data.max_len`` (counted in the log)."""
-    # Plain lists: indexing a datasets column goes through Arrow (~40 us a row).
-    text = corpus["train"].to_dict()
-    src_text, tgt_text = text["src"], text["tgt"]
-    fixed = encode_pairs(src_text, tgt_text, src_tok, tgt_tok)
-    kept = short_enough(fixed, cfg.data.max_len)
-    if len(kept) < len(fixed):
-        log(
-            f"dropped {len(fixed) - len(kept):,} training pairs longer than "
-            f"data.max_len={cfg.data.max_len} pieces"
-        )
+) -> PairSource:
+    """The pairs to train on: the prepared corpus, or with BPE-dropout the text, segmented anew
+    every epoch (which keeps the training text in memory)."""
     tok = cfg.tokenizer
-    train: PairSource
-    if tok.src_bpe_dropout or tok.tgt_bpe_dropout:
-        kept_src, kept_tgt = [src_text[i] for i in kept], [tgt_text[i] for i in kept]
-        dropout = (tok.src_bpe_dropout, tok.tgt_bpe_dropout)
-        train = ResegmentedPairs(kept_src, kept_tgt, src_tok, tgt_tok, *dropout, cfg.data.max_len)
-    else:
-        train = FixedPairs(EncodedPairs([fixed.src[i] for i in kept], [fixed.tgt[i] for i in kept]))
-    val, test = corpus["val"].to_dict(), corpus[cfg.data.test_split].to_dict()
+    if not (tok.src_bpe_dropout or tok.tgt_bpe_dropout):
+        return FixedPairs(prepared())
+    src_text, tgt_text = (list(side) for side in zip(*train_pairs(cfg.data), strict=True))
+    dropped, texts = Filtered(), zip(src_text, tgt_text, strict=True)
+    pieces = (src_tok.encode(src_text), tgt_tok.encode(tgt_text))
+    kept = pair_filter(cfg).keep(*pieces, texts, dropped).nonzero()[0]
+    log(f"train: {len(src_text):,} pairs read, {len(kept):,} kept; dropped: {dropped.describe()}")
+    kept_src, kept_tgt = [src_text[i] for i in kept], [tgt_text[i] for i in kept]
+    dropout = (tok.src_bpe_dropout, tok.tgt_bpe_dropout)
+    return ResegmentedPairs(kept_src, kept_tgt, src_tok, tgt_tok, *dropout, cfg.data.max_len)
+
+
+def training_data(
+    cfg: Config,
+    splits: datasets.DatasetDict,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    prepared: Callable[[], PreparedCorpus],
+    log: Callable[[str], None],
+) -> TrainingData:
+    """What the trainer reads: the training pairs (``prepared()`` unless BPE-dropout needs the
+    text) and the raw val and test text."""
+    train = training_pairs(cfg, prepared, src_tok, tgt_tok, log)
+    val, test = splits["val"].to_dict(), splits[cfg.data.test_split].to_dict()
     return TrainingData(src_tok, tgt_tok, train, val["src"], val["tgt"], test["src"], test["tgt"])
 
 
-def describe_corpus(corpus: datasets.DatasetDict, src_tok: Tokenizer, tgt_tok: Tokenizer) -> list[str]:
-    """``mt prepare``'s report: pairs per split, and per tokenizer its coverage on train and val."""
-    lines = [" | ".join(f"{name}: {len(split):,} pairs" for name, split in corpus.items())]
-    for tok, column in ((src_tok, "src"), (tgt_tok, "tgt")):
-        for split in ("train", "val"):
-            if split not in corpus:
-                continue
-            stats = tokenizer_stats(tok, corpus[split][column])
+def describe_corpus(
+    sections: dict[str, tuple[list[str], list[str]]], src_tok: Tokenizer, tgt_tok: Tokenizer
+) -> list[str]:
+    """``mt prepare``'s report: pairs per section, and per tokenizer its coverage on each."""
+    lines = [" | ".join(f"{name}: {len(src):,} pairs" for name, (src, _) in sections.items())]
+    for side, tok in enumerate((src_tok, tgt_tok)):
+        for name, texts in sections.items():
+            stats = tokenizer_stats(tok, list(texts[side]))
             lines.append(
-                f"{tok.lang} {split}: vocab {stats['vocab_size']:,} | coverage {stats['coverage']:.4%} | "
+                f"{tok.lang} {name}: vocab {stats['vocab_size']:,} | coverage {stats['coverage']:.4%} | "
                 f"{stats['pieces_per_sentence']:.1f} pieces per sentence"
             )
     return lines

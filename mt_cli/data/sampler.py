@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+import numpy as np
 import torch
 
 from mt_cli.errors import DataError
@@ -86,8 +87,9 @@ class TokenBatchSampler:
         """Per-pair widths to batch by; BPE-dropout changes them every epoch."""
         if len(src_lengths) != len(tgt_lengths):
             raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
-        self.src_lengths = [int(n) for n in src_lengths]
-        self.tgt_lengths = [int(n) for n in tgt_lengths]
+        # numpy: a prepared corpus of millions of pairs hands its widths over without a Python list
+        self.src_lengths = np.asarray(src_lengths, dtype=np.int64)
+        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)
         self._cache: tuple[int, list[list[int]]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
@@ -122,10 +124,11 @@ class TokenBatchSampler:
         src, tgt = self.src_lengths, self.tgt_lengths
         generator = torch.Generator()
         generator.manual_seed(epoch_seed(self.seed, epoch))
-        order: Sequence[int] = torch.randperm(n, generator=generator).tolist() if self.shuffle else range(n)
-        order = sorted(order, key=lambda i: (src[i], tgt[i]))  # stable: ties keep the shuffled order
+        order = torch.randperm(n, generator=generator).numpy() if self.shuffle else np.arange(n)
+        # Sorted by (src, tgt) width; lexsort is stable, so ties keep the shuffled order.
+        order = order[np.lexsort((tgt[order], src[order]))]
 
-        batches = fill_batches(order, (src, tgt), self.max_tokens)
+        batches = fill_batches(order.tolist(), (src.tolist(), tgt.tolist()), self.max_tokens)
 
         while len(batches) % self.world_size:
             largest = max(range(len(batches)), key=lambda k: len(batches[k]))

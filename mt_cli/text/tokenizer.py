@@ -106,23 +106,41 @@ def _settings_path(run_dir: str | Path, lang: str) -> Path:
     return Path(run_dir) / f"spm.{lang}.json"
 
 
-def _settings(texts: list[str], lang: str, vocab_size: int, cfg: TokenizerConfig) -> dict[str, Any]:
+def _recipe(lang: str, vocab_size: int, cfg: TokenizerConfig, corpus: dict | None) -> dict[str, Any]:
+    """What a tokenizer is trained from besides its text: ``corpus`` identifies the training
+    split it was sampled from (``corpus.train_fingerprint``), when the caller knows it."""
+    recipe = {
+        "lang": lang,
+        "vocab_size": vocab_size,
+        "model_type": cfg.model_type,
+        "character_coverage": cfg.character_coverage,
+    }
+    if corpus is not None:
+        recipe.update(corpus=corpus, sample_sentences=cfg.sample_sentences)
+    return recipe
+
+
+def _settings(
+    texts: list[str], lang: str, vocab_size: int, cfg: TokenizerConfig, corpus: dict | None = None
+) -> dict[str, Any]:
     digest = hashlib.sha256()
     for text in texts:
         digest.update(text.encode("utf-8"))
         digest.update(b"\n")
     return {
-        "lang": lang,
-        "vocab_size": vocab_size,
-        "model_type": cfg.model_type,
-        "character_coverage": cfg.character_coverage,
+        **_recipe(lang, vocab_size, cfg, corpus),
         "sentences": len(texts),
         "text_sha256": digest.hexdigest(),
     }
 
 
 def train_tokenizer(
-    texts: Iterable[str], lang: str, vocab_size: int, cfg: TokenizerConfig, run_dir: str | Path
+    texts: Iterable[str],
+    lang: str,
+    vocab_size: int,
+    cfg: TokenizerConfig,
+    run_dir: str | Path,
+    corpus: dict | None = None,
 ) -> Tokenizer:
     """Train ``run_dir/spm.{lang}.model`` on ``texts`` (the training split only) and load it.
 
@@ -159,13 +177,13 @@ def train_tokenizer(
         ) from None
     path = tokenizer_path(run_dir, lang)
     atomic_write_bytes(path, lambda handle: handle.write(model.getvalue()))
-    settings = _settings(texts, lang, vocab_size, cfg)
+    settings = _settings(texts, lang, vocab_size, cfg, corpus)
     write_json(settings, _settings_path(run_dir, lang))
     return Tokenizer.load(path, lang)
 
 
-def _why_retrain(run_dir: Path, lang: str, wanted: dict[str, Any]) -> str | None:
-    """None if the saved model matches ``wanted``; otherwise the reason to retrain."""
+def _saved_settings(run_dir: Path, lang: str) -> dict[str, Any] | str:
+    """The settings a saved model was trained with, or why there are none to compare."""
     model, record = tokenizer_path(run_dir, lang), _settings_path(run_dir, lang)
     if not model.is_file():
         return f"{model.name} does not exist"
@@ -175,8 +193,30 @@ def _why_retrain(run_dir: Path, lang: str, wanted: dict[str, Any]) -> str | None
         saved = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return f"{record.name} is unreadable"
-    if not isinstance(saved, dict):
-        return f"{record.name} is unreadable"
+    return saved if isinstance(saved, dict) else f"{record.name} is unreadable"
+
+
+def tokenizers_match(cfg: Config, run_dir: str | Path, corpus: dict) -> bool:
+    """Both saved tokenizers were trained with this config on the corpus ``corpus`` identifies:
+    reusable without reading the corpus again."""
+    for lang, vocab_size in _languages(cfg):
+        saved = _saved_settings(Path(run_dir), lang)
+        wanted = _recipe(lang, vocab_size, cfg.tokenizer, corpus)
+        if isinstance(saved, str) or any(saved.get(key) != value for key, value in wanted.items()):
+            return False
+    return True
+
+
+def _languages(cfg: Config) -> tuple[tuple[str, int], tuple[str, int]]:
+    tok = cfg.tokenizer
+    return (cfg.data.src_lang, tok.src_vocab_size), (cfg.data.tgt_lang, tok.tgt_vocab_size)
+
+
+def _why_retrain(run_dir: Path, lang: str, wanted: dict[str, Any]) -> str | None:
+    """None if the saved model matches ``wanted``; otherwise the reason to retrain."""
+    saved = _saved_settings(run_dir, lang)
+    if isinstance(saved, str):
+        return saved
     changed = [
         f"{key} {saved[key] if key in saved else 'unset'} -> {value}"
         for key, value in wanted.items()
@@ -194,20 +234,18 @@ def prepare_tokenizers(
     train_tgt: list[str],
     log: Callable[[str], None] = print,
     frozen: bool = False,
+    corpus: dict | None = None,
 ) -> tuple[Tokenizer, Tokenizer]:
     """(source, target) tokenizers: reuse the saved ones when they match the config, else train.
 
     ``frozen``: the run already holds checkpoints trained on these tokenizers, so a change is
-    refused (CheckpointError) instead of silently making those checkpoints useless.
+    refused (CheckpointError) instead of silently making those checkpoints useless. ``corpus``
+    identifies the split the texts were sampled from (saved, for ``tokenizers_match``).
     """
     run_dir = Path(run_dir)
-    sides = (
-        (cfg.data.src_lang, cfg.tokenizer.src_vocab_size, train_src),
-        (cfg.data.tgt_lang, cfg.tokenizer.tgt_vocab_size, train_tgt),
-    )
     result = []
-    for lang, vocab_size, texts in sides:
-        wanted = _settings(texts, lang, vocab_size, cfg.tokenizer)
+    for (lang, vocab_size), texts in zip(_languages(cfg), (train_src, train_tgt), strict=True):
+        wanted = _settings(texts, lang, vocab_size, cfg.tokenizer, corpus)
         reason = _why_retrain(run_dir, lang, wanted)
         if reason is None:
             tok = Tokenizer.load(tokenizer_path(run_dir, lang), lang)
@@ -219,7 +257,7 @@ def prepare_tokenizers(
             )
         else:
             log(f"tokenizer {lang}: training ({reason})")
-            tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir)
+            tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir, corpus)
             if tok.vocab_size < vocab_size:
                 log(f"tokenizer {lang}: corpus only supports {tok.vocab_size} of {vocab_size} pieces")
         result.append(tok)

@@ -14,22 +14,33 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
 from mt_cli.checkpoint import RunDir
 from mt_cli.config import Config, save_config
-from mt_cli.data.prepare import TrainingData, describe_corpus, load_training_splits, training_data
+from mt_cli.data.corpus import train_fingerprint
+from mt_cli.data.prepare import (
+    TrainingData,
+    describe_corpus,
+    load_eval_splits,
+    prepare_corpus,
+    tokenizer_sample,
+    training_data,
+)
+from mt_cli.data.prepared import PreparedCorpus
 from mt_cli.errors import CheckpointError, InputError
 from mt_cli.runtime.device import amp_dtype, resolve_device
 from mt_cli.runtime.distributed import Distributed
-from mt_cli.text.tokenizer import Tokenizer, load_tokenizers, prepare_tokenizers, tokenizer_path
+from mt_cli.text.tokenizer import (
+    Tokenizer,
+    load_tokenizers,
+    prepare_tokenizers,
+    tokenizer_path,
+    tokenizers_match,
+)
 from mt_cli.train.progress import LogFile
 from mt_cli.train.trainer import Trainer
-
-if TYPE_CHECKING:
-    import datasets
 
 
 def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
@@ -53,23 +64,28 @@ def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] =
 
 
 def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]:
-    """``mt prepare``: load every split, train or reuse the tokenizers, and report on both."""
-    from tqdm import tqdm
-
+    """``mt prepare``: train or reuse both tokenizers on a sample of the training pairs, write or
+    reuse the prepared corpus, and report on both."""
     from mt_cli.data.corpus import load_corpus
 
     run = RunDir(run_dir)
     _check_directory(run)
-    with tqdm(total=3, desc="prepare", unit="stage", leave=False, disable=None) as bar:
-        corpus = load_corpus(cfg.data)
-        bar.update()
-        with _removed_on_failure(run, enabled=True):
-            src_tok, tgt_tok = _tokenizers(cfg, run, corpus["train"], Distributed(), log)
-        bar.update()
-        report = describe_corpus(corpus, src_tok, tgt_tok)
-        bar.update()
+    with _removed_on_failure(run, enabled=True):
+        sample = tokenizer_sample(cfg)
+        src_tok, tgt_tok = _tokenizers(cfg, run, lambda: sample, Distributed(), log)
+        prepared = prepare_corpus(cfg, run.root, src_tok, tgt_tok, log)
+    evaluation = load_corpus(cfg.data, ["val", cfg.data.test_split])
+    sections = {
+        "train": sample,  # the tokenizers' sample: all of train when it is small
+        **{name: (split["src"], split["tgt"]) for name, split in evaluation.items()},
+    }
+    report = describe_corpus(sections, src_tok, tgt_tok)
     paths = (tokenizer_path(run.root, tok.lang) for tok in (src_tok, tgt_tok))
-    return [*report, f"tokenizers: {', '.join(map(str, paths))}"]
+    return [
+        *report,
+        f"tokenizers: {', '.join(map(str, paths))}",
+        f"prepared corpus: {prepared.directory} ({len(prepared):,} pairs)",
+    ]
 
 
 def _check_directory(run: RunDir) -> None:
@@ -104,22 +120,39 @@ def _removed_on_failure(run: RunDir, enabled: bool) -> Iterator[None]:
 
 
 def _tokenizers(
-    cfg: Config, run: RunDir, train: datasets.Dataset, dist: Distributed, log: Callable[[str], None]
+    cfg: Config,
+    run: RunDir,
+    sample: Callable[[], tuple[list[str], list[str]]],
+    dist: Distributed,
+    log: Callable[[str], None],
 ) -> tuple[Tokenizer, Tokenizer]:
-    """Train (rank 0) or reuse the two tokenizers; the other ranks wait, then load them."""
-    if dist.is_main:
+    """Train (rank 0, from ``sample()``) or reuse the two tokenizers; the other ranks wait, then load them."""
+    corpus = train_fingerprint(cfg.data)
+    if dist.is_main and tokenizers_match(cfg, run.root, corpus):
+        log(f"tokenizers: reusing {run.root}/spm.*.model (same settings, same training files)")
+    elif dist.is_main:
         frozen = bool(run.previous_training())
-        prepare_tokenizers(cfg, run.root, train["src"], train["tgt"], log=log, frozen=frozen)
+        prepare_tokenizers(cfg, run.root, *sample(), log=log, frozen=frozen, corpus=corpus)
     dist.barrier()
     return load_tokenizers(run.root, cfg.data.src_lang, cfg.data.tgt_lang)
 
 
+def _prepared(
+    cfg: Config, run: RunDir, toks: tuple[Tokenizer, Tokenizer], dist: Distributed, log: Callable[[str], None]
+) -> PreparedCorpus:
+    """Rank 0 writes (or reuses) the prepared corpus; the other ranks wait, then map the same files."""
+    corpus = prepare_corpus(cfg, run.root, *toks, log) if dist.is_main else None
+    dist.barrier()
+    return corpus or prepare_corpus(cfg, run.root, *toks, log)
+
+
 def prepare_data(cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None]) -> TrainingData:
-    """The splits, the tokenizers (trained by rank 0 into the run directory, or reused) and the
-    encoded training pairs: everything the trainer reads."""
-    corpus = load_training_splits(cfg, log)
-    src_tok, tgt_tok = _tokenizers(cfg, run, corpus["train"], dist, log)
-    return training_data(cfg, corpus, src_tok, tgt_tok, log)
+    """The evaluation splits, the tokenizers (trained by rank 0 into the run directory, or reused)
+    and the training pairs (prepared once, memory-mapped by every rank): what the trainer reads."""
+    splits = load_eval_splits(cfg, log)
+    src_tok, tgt_tok = _tokenizers(cfg, run, lambda: tokenizer_sample(cfg), dist, log)
+    prepared = lambda: _prepared(cfg, run, (src_tok, tgt_tok), dist, log)  # noqa: E731
+    return training_data(cfg, splits, src_tok, tgt_tok, prepared, log)
 
 
 def _train_in(cfg: Config, run: RunDir, resume: bool, dist: Distributed, log: Callable[[str], None]) -> dict:

@@ -1,0 +1,240 @@
+"""The training split encoded once, on disk: per side a flat token array and an offsets array.
+
+Layout of a prepared corpus directory (fairseq's indexed dataset, reduced to what mt needs)::
+
+    manifest.json   format version, dtype, counts, what it was made from (the reuse key)
+    src.tokens      uint16 or uint32 piece ids of every kept source, one after another
+    src.offsets     int64, len(pairs) + 1: pair i's pieces are tokens[offsets[i]:offsets[i + 1]]
+    tgt.tokens      the same for the targets
+    tgt.offsets
+
+Pieces are stored without specials; ``collate`` adds EOS (and BOS) as ``batch.source_ids`` and
+``batch.target_ids`` do. The directory is built under a temporary name and renamed when whole,
+so a prepared corpus that exists is complete; a crash, a full disk or Ctrl-C leaves nothing that
+could be reused. Training memory-maps the arrays: the pages are the operating system's cache,
+shared by every rank and dropped under pressure, never copied into a process's heap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from mt_cli.data.batch import Batch, collate, source_ids, target_ids
+from mt_cli.errors import CheckpointError, DataError
+from mt_cli.files import temporary_directory_next_to, write_json
+from mt_cli.text.tokenizer import Tokenizer
+
+FORMAT = 1  # bump when the layout changes: older prepared corpora are then rebuilt
+MANIFEST = "manifest.json"
+SIDES = ("src", "tgt")
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
+
+
+def file_sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def prepared_key(recipe: dict[str, Any]) -> str:
+    """The directory name for a recipe: any change to the corpus, filters or tokenizers changes it."""
+    text = json.dumps({"format": FORMAT, **recipe}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Filtered:
+    """What the filters dropped, by reason; the prepare report prints each count."""
+
+    empty: int = 0  # a side is empty or blank
+    too_long: int = 0  # a side has more than data.max_len pieces
+    ratio: int = 0  # one side is more than data.max_length_ratio times longer (pieces)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"empty": self.empty, "too_long": self.too_long, "ratio": self.ratio}
+
+    def describe(self) -> str:
+        """e.g. "empty 0, longer than data.max_len 12, over data.max_length_ratio 0"."""
+        return (
+            f"empty {self.empty:,}, longer than data.max_len {self.too_long:,}, "
+            f"over data.max_length_ratio {self.ratio:,}"
+        )
+
+
+@dataclass(frozen=True)
+class PairFilter:
+    """fairseq's clean-corpus rules on piece counts: at most ``max_len`` per side, and no side
+    more than ``max_ratio`` times as long as the other (None: no ratio rule)."""
+
+    max_len: int
+    max_ratio: float | None
+
+    def keep(
+        self, src: Sequence[np.ndarray], tgt: Sequence[np.ndarray], texts, counts: Filtered
+    ) -> np.ndarray:
+        """Boolean (N,): which pairs survive; ``counts`` grows by the dropped ones, each counted once."""
+        src_len = np.fromiter((len(ids) for ids in src), np.int64, len(src))
+        tgt_len = np.fromiter((len(ids) for ids in tgt), np.int64, len(tgt))
+        blank = np.fromiter((not s.strip() or not t.strip() for s, t in texts), bool, len(src))
+        long = ~blank & ((src_len > self.max_len) | (tgt_len > self.max_len))
+        skewed = np.zeros_like(blank)
+        if self.max_ratio is not None:
+            shorter = np.maximum(np.minimum(src_len, tgt_len), 1)
+            skewed = ~blank & ~long & (np.maximum(src_len, tgt_len) > self.max_ratio * shorter)
+        counts.empty += int(blank.sum())
+        counts.too_long += int(long.sum())
+        counts.ratio += int(skewed.sum())
+        return ~(blank | long | skewed)
+
+
+class _Side:
+    """One side's token file as it is written, and the length of every sequence in it."""
+
+    def __init__(self, path: Path, dtype: np.dtype) -> None:
+        self.handle: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self.dtype = dtype
+        self.lengths: list[np.ndarray] = []
+
+    def append(self, pieces: Sequence[list[int]]) -> None:
+        lengths = np.fromiter((len(ids) for ids in pieces), np.int64, len(pieces))
+        self.write(np.fromiter((i for ids in pieces for i in ids), self.dtype, int(lengths.sum())).tobytes())
+        self.lengths.append(lengths)
+
+    def write(self, data: bytes) -> None:
+        self.handle.write(data)
+
+    def close(self) -> None:
+        with self.handle:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+
+    def offsets(self) -> np.ndarray:
+        """(pairs + 1,) int64: where each sequence starts, and the end of the last."""
+        lengths = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return offsets
+
+
+def write_prepared(
+    directory: Path,
+    chunks: Iterable[tuple[list[str], list[str]]],
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    keep: PairFilter,
+    recipe: dict[str, Any],
+    progress: Callable[[int], None] = lambda pairs: None,
+) -> PreparedCorpus:
+    """Encode ``chunks`` of text pairs (SentencePiece encodes each chunk on every core), filter,
+    and write the arrays and manifest under a temporary name; rename to ``directory`` when whole.
+
+    ``progress(n)`` is called with the number of pairs read after each chunk.
+    """
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    dropped, read = Filtered(), 0
+    try:
+        with temporary_directory_next_to(directory) as staging:
+            sides = {
+                side: _Side(staging / f"{side}.tokens", token_dtype(tok.vocab_size))
+                for side, tok in (("src", src_tok), ("tgt", tgt_tok))
+            }
+            try:
+                for src_text, tgt_text in chunks:
+                    src, tgt = src_tok.encode(src_text), tgt_tok.encode(tgt_text)
+                    kept = keep.keep(src, tgt, zip(src_text, tgt_text, strict=True), dropped).nonzero()[0]
+                    sides["src"].append([src[i] for i in kept])
+                    sides["tgt"].append([tgt[i] for i in kept])
+                    read += len(src_text)
+                    progress(len(src_text))
+            finally:
+                for side in sides.values():
+                    side.close()
+            offsets = {name: side.offsets() for name, side in sides.items()}
+            pairs = len(offsets["src"]) - 1
+            if pairs == 0:
+                raise DataError(
+                    f"every one of the {read:,} training pairs was filtered out ({dropped.describe()}); "
+                    "check the corpus, data.max_len and data.max_length_ratio"
+                )
+            for name, side_offsets in offsets.items():
+                side_offsets.tofile(staging / f"{name}.offsets")
+            manifest = {
+                "format": FORMAT,
+                "pairs": pairs,
+                "read": read,
+                "dropped": dropped.as_dict(),
+                "dtype": {name: side.dtype.name for name, side in sides.items()},
+                "tokens": {name: int(side_offsets[-1]) for name, side_offsets in offsets.items()},
+                "recipe": recipe,
+            }
+            write_json(manifest, staging / MANIFEST)
+            os.replace(staging, directory)
+    except OSError as err:
+        raise DataError(f"cannot write the prepared corpus {directory}: {err.strerror or err}") from None
+    return PreparedCorpus.open(directory)
+
+
+class PreparedCorpus:
+    """A prepared corpus, memory-mapped read-only: the training pairs for ``FixedPairs``.
+
+    ``widths`` and ``collate`` are those of ``dataset.EncodedPairs``, so the sampler and the
+    training loop cannot tell the two apart.
+    """
+
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        self.directory, self.manifest = directory, manifest
+        self.tokens = {
+            side: np.memmap(directory / f"{side}.tokens", dtype=manifest["dtype"][side], mode="r")
+            for side in SIDES
+        }
+        self.offsets = {
+            side: np.memmap(directory / f"{side}.offsets", dtype=np.int64, mode="r") for side in SIDES
+        }
+
+    @classmethod
+    def open(cls, directory: Path) -> PreparedCorpus:
+        """The corpus in ``directory``; CheckpointError if its files do not add up (a damaged copy)."""
+        try:
+            manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+            corpus = cls(directory, manifest)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise CheckpointError(
+                f"prepared corpus {directory} is unreadable ({err}); delete it and rerun `mt prepare`"
+            ) from None
+        for side in SIDES:
+            offsets, tokens = corpus.offsets[side], corpus.tokens[side]
+            if len(offsets) != manifest["pairs"] + 1 or int(offsets[-1]) != len(tokens):
+                raise CheckpointError(
+                    f"prepared corpus {directory} is damaged ({side} arrays do not match its manifest); "
+                    "delete it and rerun `mt prepare`"
+                )
+        return corpus
+
+    def __len__(self) -> int:
+        return self.manifest["pairs"]
+
+    def widths(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per pair the widths ``collate`` gives: pieces + EOS, and BOS + pieces (decoder input)."""
+        src, tgt = (np.diff(self.offsets[side]) + 1 for side in SIDES)
+        return src, tgt
+
+    def pieces(self, side: str, index: int) -> list[int]:
+        """Pair ``index``'s piece ids on ``side`` ("src" or "tgt"), without specials."""
+        offsets = self.offsets[side]
+        return self.tokens[side][offsets[index] : offsets[index + 1]].tolist()
+
+    def collate(self, indices: Sequence[int]) -> Batch:
+        return collate(
+            [source_ids(self.pieces("src", i)) for i in indices],
+            [target_ids(self.pieces("tgt", i)) for i in indices],
+        )

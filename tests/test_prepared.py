@@ -1,0 +1,143 @@
+"""The prepared corpus: encoded once into memory-mapped arrays, filtered and counted, reused only
+when nothing it was made from changed, never half-written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
+
+from mt_cli.config import Config, load_config
+from mt_cli.data.batch import source_ids, target_ids
+from mt_cli.data.corpus import train_pairs
+from mt_cli.data.dataset import encode_pairs, short_enough
+from mt_cli.data.prepare import prepare_corpus, prepared_directory, prepared_recipe
+from mt_cli.data.prepared import MANIFEST, Filtered, PairFilter, PreparedCorpus, write_prepared
+from mt_cli.errors import CheckpointError, DataError
+
+
+def tiny(*overrides: str) -> Config:
+    return load_config(CONFIGS / "tiny.yaml", [*FAST_TRAINING, *overrides])
+
+
+def prepare(tiny_corpus: TinyCorpus, cfg: Config, log=quiet) -> PreparedCorpus:
+    return prepare_corpus(cfg, tiny_corpus.root, tiny_corpus.src_tok, tiny_corpus.tgt_tok, log)
+
+
+def test_the_arrays_hold_the_pairs_encoded_in_memory(tiny_corpus: TinyCorpus) -> None:
+    cfg = tiny()
+    corpus = prepare(tiny_corpus, cfg)
+    src, tgt = zip(*train_pairs(cfg.data), strict=True)
+    encoded = encode_pairs(list(src), list(tgt), tiny_corpus.src_tok, tiny_corpus.tgt_tok)
+    kept = short_enough(encoded, cfg.data.max_len)
+    assert len(corpus) == len(kept) == corpus.manifest["pairs"]
+    assert corpus.manifest["read"] == cfg.data.train_limit
+    assert [source_ids(corpus.pieces("src", i)) for i in range(len(corpus))] == [encoded.src[i] for i in kept]
+    assert [target_ids(corpus.pieces("tgt", i)) for i in range(len(corpus))] == [encoded.tgt[i] for i in kept]
+    widths = corpus.widths()
+    assert widths[0].tolist() == [len(encoded.src[i]) for i in kept]
+    assert widths[1].tolist() == [len(encoded.tgt[i]) - 1 for i in kept]
+    assert corpus.tokens["src"].dtype == np.uint16  # a vocabulary under 65,536 pieces
+    batch = corpus.collate([3, 0, 7])
+    assert torch.equal(batch.src[1, : len(encoded.src[kept[0]])], torch.tensor(encoded.src[kept[0]]))
+
+
+def test_filters_drop_and_count_each_pair_once() -> None:
+    pieces = {"ok": [5, 6], "long": [5] * 9, "skewed": [5] * 7, "one": [5]}
+    src = [pieces["ok"], pieces["long"], pieces["one"], pieces["ok"], pieces["one"]]
+    tgt = [pieces["ok"], pieces["ok"], pieces["skewed"], [], pieces["one"]]
+    texts = [("a b", "a b"), ("long", "x"), ("a", "skewed"), ("a b", " "), ("a", "a")]
+    counts = Filtered()
+    keep = PairFilter(max_len=8, max_ratio=3.0).keep(src, tgt, texts, counts)
+    assert keep.tolist() == [True, False, False, False, True]
+    assert counts.as_dict() == {"empty": 1, "too_long": 1, "ratio": 1}
+    counts = Filtered()
+    assert PairFilter(max_len=8, max_ratio=None).keep(src, tgt, texts, counts).tolist()[2] is True
+
+
+def test_a_second_prepare_reuses_and_any_change_makes_a_new_one(tiny_corpus: TinyCorpus) -> None:
+    cfg = tiny()
+    first = prepare(tiny_corpus, cfg)
+    said: list[str] = []
+    again = prepare(tiny_corpus, cfg, said.append)
+    assert again.directory == first.directory and "reusing" in said[0]
+    assert (first.directory / "src.tokens").stat().st_mtime_ns == (
+        again.directory / "src.tokens"
+    ).stat().st_mtime_ns
+    for change in ("data.max_len=20", "data.train_limit=700", "data.max_length_ratio=2.0"):
+        changed = prepare(tiny_corpus, tiny(change))
+        assert changed.directory != first.directory and changed.directory.parent == first.directory.parent
+    assert len(prepare(tiny_corpus, tiny("data.max_len=20"))) < len(first)
+    other_tokenizer = dict(
+        prepared_recipe(cfg, tiny_corpus.root), tokenizers={"src": "0" * 64, "tgt": "0" * 64}
+    )
+    assert prepared_directory(cfg, tiny_corpus.root, other_tokenizer) != first.directory
+
+
+def test_changed_training_files_make_a_new_one(
+    tiny_corpus: TinyCorpus, tmp_path: Path, data_dir: Path
+) -> None:
+    files = {}
+    for lang in ("de", "en"):
+        files[lang] = tmp_path / f"train.{lang}"
+        files[lang].write_text(
+            "Ein Hund läuft.\nZwei Katzen.\n" if lang == "de" else "A dog runs.\nTwo cats.\n"
+        )
+    val = [str(data_dir / "val.de.gz"), str(data_dir / "val.en.gz")]
+    sources = [f"data.files.train=[{files['de']},{files['en']}]", f"data.files.val=[{val[0]},{val[1]}]"]
+    cfg = tiny("data.source=files", "data.train_limit=null", *sources)
+    first = prepare(tiny_corpus, cfg)
+    assert len(first) == 2
+    files["de"].write_text("Ein Hund läuft.\nDrei Katzen.\n")
+    files["en"].write_text("A dog runs.\nThree cats.\n")
+    assert prepare(tiny_corpus, cfg).directory != first.directory
+
+
+def test_an_interrupted_prepare_leaves_nothing_and_a_rerun_starts_clean(
+    tiny_corpus: TinyCorpus, tmp_path
+) -> None:
+    def chunks():
+        yield ["Ein Hund."], ["A dog."]
+        raise KeyboardInterrupt
+
+    target = tmp_path / "prepared" / "abc"
+    keep = PairFilter(max_len=50, max_ratio=None)
+    toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
+    with pytest.raises(KeyboardInterrupt):
+        write_prepared(target, chunks(), *toks, keep, {})
+    assert list((tmp_path / "prepared").iterdir()) == []
+    corpus = write_prepared(target, iter([(["Ein Hund."], ["A dog."])]), *toks, keep, {})
+    assert len(corpus) == 1 and json.loads((target / MANIFEST).read_text())["pairs"] == 1
+
+
+def test_a_corpus_filtered_to_nothing_is_an_error(tiny_corpus: TinyCorpus, tmp_path: Path) -> None:
+    toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
+    with pytest.raises(DataError, match="every one of the 2 training pairs was filtered out"):
+        write_prepared(tmp_path / "p", iter([(["", "a"], ["b", " "])]), *toks, PairFilter(50, None), {})
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_full_disk_is_one_error_and_leaves_nothing(tiny_corpus: TinyCorpus, tmp_path, monkeypatch) -> None:
+    def no_space(self, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("mt_cli.data.prepared._Side.write", no_space)
+    toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
+    with pytest.raises(DataError, match="No space left on device"):
+        write_prepared(tmp_path / "p", iter([(["Ein Hund."], ["A dog."])]), *toks, PairFilter(50, None), {})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_damaged_corpus_is_refused(tiny_corpus: TinyCorpus) -> None:
+    corpus = prepare(tiny_corpus, tiny("data.train_limit=300"))
+    tokens = corpus.directory / "tgt.tokens"
+    tokens.write_bytes(tokens.read_bytes()[:-2])
+    with pytest.raises(CheckpointError, match="damaged"):
+        PreparedCorpus.open(corpus.directory)
+    (corpus.directory / MANIFEST).write_text("{")
+    with pytest.raises(CheckpointError, match="unreadable"):
+        PreparedCorpus.open(corpus.directory)
