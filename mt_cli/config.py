@@ -26,9 +26,14 @@ from mt_cli.schema import apply_override, build
 
 @dataclass(frozen=True)
 class DataConfig:
-    source: Literal["multi30k", "files"] = "multi30k"
+    source: Literal["multi30k", "files", "table", "hub"] = "multi30k"
     dir: str | None = None  # local Multi30k copy; else $MT_DATA_DIR, else the hub
     files: dict[str, list[str]] = field(default_factory=dict)  # split -> [src_path, tgt_path]
+    tables: dict[str, list[str]] = field(default_factory=dict)  # split -> TSV/JSONL/Parquet files
+    columns: list[str] = field(default_factory=list)  # [source column, target column] of tables or hub
+    hub: str | None = None  # a Hugging Face dataset name, for source=hub
+    hub_config: str | None = None
+    hub_splits: dict[str, str] = field(default_factory=dict)  # our split -> the dataset's split name
     src_lang: str = "de"
     tgt_lang: str = "en"
     max_len: int = 128  # tokens per side; longer training pairs are dropped (and counted)

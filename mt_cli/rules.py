@@ -15,7 +15,7 @@ from mt_cli.errors import ConfigError
 if TYPE_CHECKING:
     from mt_cli.config import Config, DataConfig, DecodeConfig, ModelConfig, TokenizerConfig, TrainConfig
 
-SPLITS = ("train", "val", "test2016", "test2017", "mscoco2017", "test2018")
+SPLITS = ("train", "val", "test", "test2016", "test2017", "mscoco2017", "test2018")
 _PROBABILITIES = (
     "dropout",
     "attention_dropout",
@@ -64,6 +64,18 @@ def check_data(d: DataConfig) -> None:
         require(len(pair) == 2, f"data.files.{split} must be [source_file, target_file]")
     if d.source == "files":
         require("train" in d.files, "data.source=files needs data.files.train: [source_file, target_file]")
+    for split in d.tables:
+        require(split in SPLITS, f"data.tables.{split} is not a split; choose from {splits}")
+    for split in d.hub_splits:
+        require(split in SPLITS, f"data.hub_splits.{split} is not a split; choose from {splits}")
+    if d.source in ("table", "hub"):
+        require(
+            len(d.columns) == 2, f"data.source={d.source} needs data.columns: [source_column, target_column]"
+        )
+    if d.source == "table":
+        require("train" in d.tables, "data.source=table needs data.tables.train: [file, ...]")
+    if d.source == "hub":
+        require(d.hub is not None, "data.source=hub needs data.hub: the dataset's name (e.g. wmt14)")
 
 
 def check_model(m: ModelConfig) -> None:

@@ -53,7 +53,7 @@ def test_override_is_parsed_to_the_field_type() -> None:
         ("model.share_embeddings=true", "model.share_embeddings needs"),
         ("data.max_len=500", "model.max_positions"),
         ("train.average_last=9", "cannot exceed train.keep_last"),
-        ("data.test_split=test2099", "choose one of train, val, test2016"),
+        ("data.test_split=test2099", "choose one of train, val, test, test2016"),
         ("train", "must look like section.key=value"),
     ],
 )

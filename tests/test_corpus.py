@@ -96,11 +96,11 @@ def test_files_source_and_its_errors(tmp_path: Path) -> None:
     assert corpus["val"]["tgt"] == ["one ", "two", "three"]
 
     short = _write(tmp_path / "short.tgt", ["one", "two"])
-    with pytest.raises(DataError, match=f"{src} has 3 lines, {short} has 2"):
+    with pytest.raises(DataError, match=f"{short} ends after 2 lines, {src} goes on"):
         load_corpus(DataConfig(source="files", files={"train": [str(src), str(short)]}))
 
     latin1 = _write(tmp_path / "latin1.tgt", "one\ntwo\ndrei Stra\xdfen\n".encode("latin-1"))
-    with pytest.raises(DataError, match=f"{latin1} is not UTF-8 \\(line 3\\)"):
+    with pytest.raises(DataError, match="split train from data.files: pair 3 is not UTF-8"):
         load_corpus(DataConfig(source="files", files={"train": [str(src), str(latin1)]}))
 
     with pytest.raises(DataError, match="nope.txt does not exist"):

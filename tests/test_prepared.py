@@ -54,7 +54,7 @@ def test_filters_drop_and_count_each_pair_once() -> None:
     counts = Filtered()
     keep = PairFilter(max_len=8, max_ratio=3.0).keep(src, tgt, texts, counts)
     assert keep.tolist() == [True, False, False, False, True]
-    assert counts.as_dict() == {"empty": 1, "too_long": 1, "ratio": 1}
+    assert counts.as_dict() == {"undecodable": 0, "empty": 1, "too_long": 1, "ratio": 1}
     counts = Filtered()
     assert PairFilter(max_len=8, max_ratio=None).keep(src, tgt, texts, counts).tolist()[2] is True
 

@@ -7,14 +7,15 @@ that need it, so reading a text file does not pay for it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mt_cli.data.formats import Pair, decoded, hub_pairs, open_bytes, table_pairs
 from mt_cli.errors import DataError
-from mt_cli.files import read_lines, stream_file_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.rules import SPLITS
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from mt_cli.config import DataConfig
 
 HUB_DATASET = "bentrevett/multi30k"
+HUB_SPLIT_NAMES = {"train": "train", "val": "validation", "test": "test"}  # for source=hub by default
 _HUB_SPLITS = {"train": "train", "validation": "val", "test": "test2016"}
 # Our split name -> file stem of the official raw Multi30k task-1 files.
 MULTI30K_FILES = {
@@ -34,16 +36,6 @@ MULTI30K_FILES = {
     "mscoco2017": "test_2017_mscoco",
     "test2018": "test_2018_flickr",
 }
-
-
-def _read_pair(src_path: Path, tgt_path: Path) -> tuple[list[str], list[str]]:
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
-    if len(src) != len(tgt):
-        raise DataError(
-            f"line counts differ: {src_path} has {len(src)} lines, {tgt_path} has {len(tgt)}; "
-            "parallel files need one sentence per line on both sides"
-        )
-    return src, tgt
 
 
 def _local_multi30k(directory: Path, src_lang: str, tgt_lang: str) -> dict[str, tuple[Path, Path]]:
@@ -108,53 +100,68 @@ def _split_files(cfg: DataConfig) -> tuple[str, dict[str, tuple[Path, Path]] | N
     return where, files
 
 
-def _corpus_pairs(
-    cfg: DataConfig, splits: Sequence[str] | None
-) -> tuple[str, list[str], dict[str, tuple[list[str], list[str]]]]:
-    """(where the corpus is, the splits it has, split -> (source, target) lines for ``splits``)."""
+def _stream_pair(src_path: Path, tgt_path: Path) -> Iterator[Pair]:
+    """Two parallel text files, line by line; a side that is not UTF-8 comes as None."""
+    with open_bytes(src_path) as src, open_bytes(tgt_path) as tgt:
+        for count, pair in enumerate(itertools.zip_longest(src, tgt)):
+            if pair[0] is None or pair[1] is None:
+                longer, shorter = (src_path, tgt_path) if pair[1] is None else (tgt_path, src_path)
+                raise DataError(
+                    f"line counts differ: {shorter} ends after {count:,} lines, {longer} goes on; "
+                    "parallel files need one sentence per line on both sides"
+                )
+            if count == 0:
+                pair = tuple(raw.removeprefix(b"\xef\xbb\xbf") for raw in pair)
+            yield decoded(pair[0].rstrip(b"\r\n")), decoded(pair[1].rstrip(b"\r\n"))
+
+
+def _streams(cfg: DataConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pair]]]]:
+    """(where the corpus is, split -> a function that streams its pairs) for every split it has."""
+    if cfg.source == "table":
+        return "data.tables", {
+            split: functools.partial(table_pairs, paths, cfg.columns) for split, paths in cfg.tables.items()
+        }
+    if cfg.source == "hub":
+        names = cfg.hub_splits or HUB_SPLIT_NAMES
+        return f"the hub dataset {cfg.hub}", {
+            split: functools.partial(hub_pairs, cfg.hub, cfg.hub_config, theirs, cfg.columns)
+            for split, theirs in names.items()
+        }
     where, files = _split_files(cfg)
     if files is None:
         pairs = _hub_pairs(cfg.src_lang, cfg.tgt_lang)
-        return where, list(pairs), pairs
-    wanted = list(files) if splits is None else [s for s in splits if s in files]
-    return where, list(files), {split: _read_pair(*files[split]) for split in wanted}
+        return where, {split: functools.partial(zip, *pairs[split]) for split in pairs}
+    return where, {split: functools.partial(_stream_pair, *paths) for split, paths in files.items()}
 
 
-def _stream_pair(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
-    src, tgt = stream_file_lines(src_path), stream_file_lines(tgt_path)
-    for count, pair in enumerate(itertools.zip_longest(src, tgt)):
-        if pair[0] is None or pair[1] is None:
-            longer, shorter = (src_path, tgt_path) if pair[1] is None else (tgt_path, src_path)
-            raise DataError(
-                f"line counts differ: {shorter} ends after {count:,} lines, {longer} goes on; "
-                "parallel files need one sentence per line on both sides"
-            )
-        yield pair
+def train_pairs(cfg: DataConfig) -> Iterator[Pair]:
+    """The training pairs as a stream (at most ``train_limit``), read from disk as they are needed.
 
-
-def train_pairs(cfg: DataConfig) -> Iterator[tuple[str, str]]:
-    """The training pairs as a stream (at most ``train_limit``), read from disk as they are needed."""
-    where, files = _split_files(cfg)
-    if files is None:
-        src, tgt = _hub_pairs(cfg.src_lang, cfg.tgt_lang)["train"]
-        pairs: Iterator[tuple[str, str]] = zip(src, tgt, strict=True)
-    elif "train" not in files:
+    A side that is not UTF-8 comes as None: the filters drop the pair and count it.
+    """
+    where, streams = _streams(cfg)
+    if "train" not in streams:
         raise DataError(f"split train is not in the corpus from {where}")
-    else:
-        pairs = _stream_pair(*files["train"])
-    return itertools.islice(pairs, cfg.train_limit)
+    return itertools.islice(streams["train"](), cfg.train_limit)
 
 
 def train_fingerprint(cfg: DataConfig) -> dict:
     """What identifies the training text without reading it: the files' paths, sizes and
     modification times (as ``make`` and Hugging Face ``datasets`` decide), or the hub's name."""
-    where, files = _split_files(cfg)
-    if files is None or "train" not in files:
-        return {"corpus": where, "train_limit": cfg.train_limit}
-    stats = [(path.resolve(), path.stat()) for path in files["train"]]
+    if cfg.source == "hub":
+        return {"hub": cfg.hub, "config": cfg.hub_config, "splits": cfg.hub_splits, "columns": cfg.columns}
+    if cfg.source == "table":
+        paths, extra = [Path(p) for p in cfg.tables["train"]], {"columns": cfg.columns}
+    else:
+        where, files = _split_files(cfg)
+        if files is None or "train" not in files:
+            return {"corpus": where, "train_limit": cfg.train_limit}
+        paths, extra = list(files["train"]), {}
+    stats = [(path.resolve(), path.stat()) for path in paths]
     return {
         "files": [[str(path), stat.st_size, stat.st_mtime_ns] for path, stat in stats],
         "train_limit": cfg.train_limit,
+        **extra,
     }
 
 
@@ -181,7 +188,7 @@ def load_corpus(cfg: DataConfig, splits: Sequence[str] | None = None) -> dataset
 
     ``splits=None`` loads every split the source has; otherwise only those named (a missing
     one is a DataError listing the available ones). ``cfg.train_limit`` keeps the first N
-    training pairs. Lines are never stripped or dropped here.
+    training pairs. Lines are never stripped or dropped here, so text that is not UTF-8 is an error.
     """
     import datasets
 
@@ -189,20 +196,21 @@ def load_corpus(cfg: DataConfig, splits: Sequence[str] | None = None) -> dataset
         unknown = [s for s in splits if s not in SPLITS]
         if unknown:
             raise DataError(f"unknown split {unknown[0]!r}; choose from {', '.join(SPLITS)}")
-    where, available, pairs = _corpus_pairs(cfg, splits)
-    if splits is not None:
-        pairs = {split: pairs[split] for split in splits if split in pairs}  # the hub gives all splits
-        missing = [s for s in splits if s not in pairs]
-        if missing:
-            names = ", ".join(s for s in SPLITS if s in available) or "none"
-            raise DataError(f"split {missing[0]} is not in the corpus from {where}; available: {names}")
-    if "train" in pairs and cfg.train_limit is not None:
-        src, tgt = pairs["train"]
-        pairs["train"] = (src[: cfg.train_limit], tgt[: cfg.train_limit])
-    return datasets.DatasetDict(
-        {
-            split: datasets.Dataset.from_dict({"src": pairs[split][0], "tgt": pairs[split][1]})
-            for split in SPLITS
-            if split in pairs
-        }
-    )
+    where, streams = _streams(cfg)
+    wanted = list(streams) if splits is None else list(splits)
+    missing = [s for s in wanted if s not in streams]
+    if missing:
+        names = ", ".join(s for s in SPLITS if s in streams) or "none"
+        raise DataError(f"split {missing[0]} is not in the corpus from {where}; available: {names}")
+    columns = {}
+    for split in (s for s in SPLITS if s in wanted):
+        pairs = list(train_pairs(cfg) if split == "train" else streams[split]())
+        bad = next((row for row, pair in enumerate(pairs, start=1) if None in pair), None)
+        if bad is not None:
+            raise DataError(
+                f"split {split} from {where}: pair {bad} is not UTF-8; convert it, e.g. with iconv"
+            )
+        columns[split] = datasets.Dataset.from_dict(
+            {"src": [s for s, _ in pairs], "tgt": [t for _, t in pairs]}
+        )
+    return datasets.DatasetDict(columns)

@@ -24,6 +24,7 @@ from mt_cli.data.prepared import (
     Filtered,
     PairFilter,
     PreparedCorpus,
+    encodable,
     file_sha256,
     prepared_key,
     write_prepared,
@@ -66,7 +67,8 @@ def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
     size = cfg.tokenizer.sample_sentences
     rng = random.Random(SAMPLE_SEED)
     reservoir: list[tuple[int, tuple[str, str]]] = []
-    for index, pair in enumerate(train_pairs(cfg.data)):
+    decodable = (pair for pair in train_pairs(cfg.data) if None not in pair)
+    for index, pair in enumerate(decodable):
         if index < size:
             reservoir.append((index, pair))
         elif (slot := rng.randrange(index + 1)) < size:
@@ -134,7 +136,7 @@ def training_pairs(
         return FixedPairs(prepared())
     src_text, tgt_text = (list(side) for side in zip(*train_pairs(cfg.data), strict=True))
     dropped, texts = Filtered(), zip(src_text, tgt_text, strict=True)
-    pieces = (src_tok.encode(src_text), tgt_tok.encode(tgt_text))
+    pieces = (src_tok.encode(encodable(src_text)), tgt_tok.encode(encodable(tgt_text)))
     kept = pair_filter(cfg).keep(*pieces, texts, dropped).nonzero()[0]
     log(f"train: {len(src_text):,} pairs read, {len(kept):,} kept; dropped: {dropped.describe()}")
     kept_src, kept_tgt = [src_text[i] for i in kept], [tgt_text[i] for i in kept]

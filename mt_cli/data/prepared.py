@@ -56,18 +56,24 @@ def prepared_key(recipe: dict[str, Any]) -> str:
 class Filtered:
     """What the filters dropped, by reason; the prepare report prints each count."""
 
+    undecodable: int = 0  # a side is not UTF-8
     empty: int = 0  # a side is empty or blank
     too_long: int = 0  # a side has more than data.max_len pieces
     ratio: int = 0  # one side is more than data.max_length_ratio times longer (pieces)
 
     def as_dict(self) -> dict[str, int]:
-        return {"empty": self.empty, "too_long": self.too_long, "ratio": self.ratio}
+        return {
+            "undecodable": self.undecodable,
+            "empty": self.empty,
+            "too_long": self.too_long,
+            "ratio": self.ratio,
+        }
 
     def describe(self) -> str:
-        """e.g. "empty 0, longer than data.max_len 12, over data.max_length_ratio 0"."""
+        """e.g. "not UTF-8 0, empty 0, longer than data.max_len 12, over data.max_length_ratio 0"."""
         return (
-            f"empty {self.empty:,}, longer than data.max_len {self.too_long:,}, "
-            f"over data.max_length_ratio {self.ratio:,}"
+            f"not UTF-8 {self.undecodable:,}, empty {self.empty:,}, "
+            f"longer than data.max_len {self.too_long:,}, over data.max_length_ratio {self.ratio:,}"
         )
 
 
@@ -85,16 +91,25 @@ class PairFilter:
         """Boolean (N,): which pairs survive; ``counts`` grows by the dropped ones, each counted once."""
         src_len = np.fromiter((len(ids) for ids in src), np.int64, len(src))
         tgt_len = np.fromiter((len(ids) for ids in tgt), np.int64, len(tgt))
-        blank = np.fromiter((not s.strip() or not t.strip() for s, t in texts), bool, len(src))
+        texts = list(texts)
+        broken = np.fromiter((s is None or t is None for s, t in texts), bool, len(texts))
+        # blank: either side empty, whitespace only or undecodable (None)
+        blank = np.fromiter((not (s and s.strip() and t and t.strip()) for s, t in texts), bool, len(texts))
         long = ~blank & ((src_len > self.max_len) | (tgt_len > self.max_len))
         skewed = np.zeros_like(blank)
         if self.max_ratio is not None:
             shorter = np.maximum(np.minimum(src_len, tgt_len), 1)
             skewed = ~blank & ~long & (np.maximum(src_len, tgt_len) > self.max_ratio * shorter)
-        counts.empty += int(blank.sum())
+        counts.undecodable += int(broken.sum())
+        counts.empty += int((blank & ~broken).sum())
         counts.too_long += int(long.sum())
         counts.ratio += int(skewed.sum())
         return ~(blank | long | skewed)
+
+
+def encodable(lines: list[str | None]) -> list[str]:
+    """Lines to encode: an undecodable one (None) as empty (the filter drops its pair anyway)."""
+    return ["" if line is None else line for line in lines]
 
 
 class _Side:
@@ -128,7 +143,7 @@ class _Side:
 
 def write_prepared(
     directory: Path,
-    chunks: Iterable[tuple[list[str], list[str]]],
+    chunks: Iterable[tuple[list[str | None], list[str | None]]],
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
     keep: PairFilter,
@@ -150,7 +165,7 @@ def write_prepared(
             }
             try:
                 for src_text, tgt_text in chunks:
-                    src, tgt = src_tok.encode(src_text), tgt_tok.encode(tgt_text)
+                    src, tgt = src_tok.encode(encodable(src_text)), tgt_tok.encode(encodable(tgt_text))
                     kept = keep.keep(src, tgt, zip(src_text, tgt_text, strict=True), dropped).nonzero()[0]
                     sides["src"].append([src[i] for i in kept])
                     sides["tgt"].append([tgt[i] for i in kept])
