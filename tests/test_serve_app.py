@@ -12,7 +12,7 @@ from mt_cli.serve.app import Settings, create_app
 class BrokenEngine:
     """An engine for de -> en that fails on the line "boom" and upper-cases the rest."""
 
-    src_lang, tgt_lang, beam_size, origin = "de", "en", 4, "a fake"
+    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 4, "a fake", 1
 
     def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
         if "boom" in lines:

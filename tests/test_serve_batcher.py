@@ -151,3 +151,34 @@ def test_a_request_whose_client_left_is_not_decoded() -> None:
         assert batcher.pending_requests == 0 and batcher.queued_lines == 0
 
     run(scenario)
+
+
+class OverlapCounter:
+    """Upper-cases lines slowly and records how many calls ran at once."""
+
+    def __init__(self) -> None:
+        self.active = self.most = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        with self._lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+        time.sleep(0.05)
+        with self._lock:
+            self.active -= 1
+        return [line.upper() for line in lines]
+
+
+def test_parallel_batches_decode_side_by_side_and_never_more() -> None:
+    async def scenario() -> None:
+        engine = OverlapCounter()
+        batcher = Batcher(engine, max_queue=100, wait=0.001, batch_lines=2, parallel=2)
+        await batcher.start()
+        requests = [[f"r{i}"] for i in range(12)]
+        answers = await asyncio.gather(*(batcher.translate(lines) for lines in requests))
+        await batcher.close()
+        assert answers == [[f"R{i}"] for i in range(12)]
+        assert engine.most == 2 and batcher.stats.lines == 12
+
+    run(scenario)

@@ -48,6 +48,11 @@ class Engine(Protocol):
         """The default beam size (the model card's)."""
         ...
 
+    @property
+    def parallel_batches(self) -> int:
+        """How many ``translate_lines`` calls may usefully run at once, from as many threads."""
+        ...
+
     def translate_lines(
         self,
         lines: Sequence[str],
@@ -77,6 +82,10 @@ class CardEngine:
     @property
     def beam_size(self) -> int:
         return self.card.decode.beam_size
+
+    @property
+    def parallel_batches(self) -> int:
+        return 1  # one call at a time uses every core (torch's intra-op threads)
 
 
 def source_pieces(

@@ -59,7 +59,11 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
     """The server for ``engine``; ``on_ready`` runs once the batcher runs, before the first request."""
     translate_lines = functools.partial(engine.translate_lines, beam_size=settings.beam_size)
     batcher = Batcher(
-        translate_lines, settings.max_queue, settings.batch_wait_ms / 1000, settings.batch_lines
+        translate_lines,
+        settings.max_queue,
+        settings.batch_wait_ms / 1000,
+        settings.batch_lines,
+        engine.parallel_batches,
     )
     pair = api.Pair(engine.src_lang, engine.tgt_lang, settings.max_chars, settings.max_queue)
 

@@ -53,9 +53,12 @@ class Stats:
 class Batcher:
     """Gathers the lines of concurrent ``translate`` calls into single calls of ``translate_lines``."""
 
-    def __init__(self, translate_lines: Translate, max_queue: int, wait: float, batch_lines: int) -> None:
-        if max_queue < 1 or batch_lines < 1 or wait < 0:
-            raise ValueError("max_queue and batch_lines must be positive and wait not negative")
+    def __init__(
+        self, translate_lines: Translate, max_queue: int, wait: float, batch_lines: int, parallel: int = 1
+    ) -> None:
+        if max_queue < 1 or batch_lines < 1 or wait < 0 or parallel < 1:
+            raise ValueError("max_queue, batch_lines and parallel must be positive and wait not negative")
+        self._parallel = parallel  # batches decoded at once, each in its own thread
         self._translate_lines = translate_lines
         self.max_queue = max_queue
         self._wait = wait
@@ -70,7 +73,9 @@ class Batcher:
 
     async def start(self) -> None:
         """Start the gathering task on the running loop (the server's, in its startup)."""
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mt-engine")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self._parallel, thread_name_prefix="mt-engine"
+        )
         self._task = asyncio.get_running_loop().create_task(self._run(), name="mt-batcher")
 
     async def translate(self, lines: list[str]) -> list[str]:
@@ -101,13 +106,24 @@ class Batcher:
             self._executor.shutdown(wait=True)
 
     async def _run(self) -> None:
+        """Gather a batch whenever a decoding slot is free; requests wait in the queue meanwhile,
+        so the batches grow with the load."""
+        slots = asyncio.Semaphore(self._parallel)
+        decoding: set[asyncio.Task[None]] = set()
         while True:
+            await slots.acquire()
             jobs = await self._gather()
-            try:
-                await self._decode(jobs)
-            finally:
-                for _ in jobs:
-                    self._queue.task_done()
+            task = asyncio.get_running_loop().create_task(self._decode_then_release(jobs, slots))
+            decoding.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(decoding.discard)
+
+    async def _decode_then_release(self, jobs: list[_Job], slots: asyncio.Semaphore) -> None:
+        try:
+            await self._decode(jobs)
+        finally:
+            slots.release()
+            for _ in jobs:
+                self._queue.task_done()
 
     async def _gather(self) -> list[_Job]:
         """The first waiting job and those that arrive within ``wait`` seconds, up to the line budget."""
