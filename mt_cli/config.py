@@ -50,6 +50,7 @@ class TokenizerConfig:
     model_type: Literal["bpe", "unigram"] = "bpe"
     character_coverage: float = 1.0
     sample_sentences: int = 1_000_000  # training pairs the tokenizers learn from (a uniform sample)
+    joint: bool = False  # one model for both languages (src_vocab_size pieces), saved under both names
     src_bpe_dropout: float = 0.0  # training pairs only, resampled every epoch; 0: one fixed segmentation
     tgt_bpe_dropout: float = 0.0
 

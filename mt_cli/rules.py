@@ -105,6 +105,11 @@ def check_tokenizer(tok: TokenizerConfig, m: ModelConfig) -> None:
         require(getattr(tok, name) >= 8, f"tokenizer.{name}={getattr(tok, name)} must be at least 8")
     require(0.0 < tok.character_coverage <= 1.0, "tokenizer.character_coverage must be in (0, 1]")
     require(tok.sample_sentences >= 1, f"tokenizer.sample_sentences={tok.sample_sentences} must be positive")
+    require(
+        not tok.joint or tok.src_vocab_size == tok.tgt_vocab_size,
+        f"tokenizer.joint needs one vocabulary size: tokenizer.src_vocab_size={tok.src_vocab_size} and "
+        f"tokenizer.tgt_vocab_size={tok.tgt_vocab_size} differ",
+    )
     for name in ("src_bpe_dropout", "tgt_bpe_dropout"):
         value = getattr(tok, name)
         require(0.0 <= value < 1.0, f"tokenizer.{name}={value} must be in [0, 1)")

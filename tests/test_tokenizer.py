@@ -191,3 +191,21 @@ def test_round_trip_on_multi30k(small_tokenizers: tuple[Tokenizer, Tokenizer], d
 def test_import_is_light() -> None:
     code = "import sys, mt_cli.text.tokenizer; assert not {'datasets', 'torch'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_joint_vocabulary_is_one_model_for_both_languages(tmp_path: Path) -> None:
+    logs: list[str] = []
+    corpus = {"files": [], "train_limit": None}
+    src, tgt = prepare_tokenizers(_cfg(joint=True), tmp_path, TEXTS, EN_TEXTS, log=logs.append, corpus=corpus)
+    assert tokenizer_path(tmp_path, "de").read_bytes() == tokenizer_path(tmp_path, "en").read_bytes()
+    mixed = [TEXTS[0], EN_TEXTS[-1]]
+    assert src.encode(mixed) == tgt.encode(mixed) and src.vocab_size == tgt.vocab_size
+    # It learnt from both sides: English words are as short in pieces as German ones.
+    separate, _ = prepare_tokenizers(_cfg(), tmp_path / "separate", TEXTS, EN_TEXTS, log=logs.append)
+    english = sum(map(len, src.encode(EN_TEXTS)))
+    assert english < sum(map(len, separate.encode(EN_TEXTS)))
+    assert tokenizers_match(_cfg(joint=True), tmp_path, corpus)
+    assert not tokenizers_match(_cfg(), tmp_path, corpus)
+    logs.clear()
+    prepare_tokenizers(_cfg(joint=True), tmp_path, TEXTS, EN_TEXTS, log=logs.append, corpus=corpus)
+    assert all("reusing" in line for line in logs) and len(logs) == 2

@@ -141,6 +141,7 @@ def train_tokenizer(
     cfg: TokenizerConfig,
     run_dir: str | Path,
     corpus: dict | None = None,
+    name: str | None = None,
 ) -> Tokenizer:
     """Train ``run_dir/spm.{lang}.model`` on ``texts`` (the training split only) and load it.
 
@@ -177,7 +178,7 @@ def train_tokenizer(
         ) from None
     path = tokenizer_path(run_dir, lang)
     atomic_write_bytes(path, lambda handle: handle.write(model.getvalue()))
-    settings = _settings(texts, lang, vocab_size, cfg, corpus)
+    settings = _settings(texts, name or lang, vocab_size, cfg, corpus)
     write_json(settings, _settings_path(run_dir, lang))
     return Tokenizer.load(path, lang)
 
@@ -199,17 +200,23 @@ def _saved_settings(run_dir: Path, lang: str) -> dict[str, Any] | str:
 def tokenizers_match(cfg: Config, run_dir: str | Path, corpus: dict) -> bool:
     """Both saved tokenizers were trained with this config on the corpus ``corpus`` identifies:
     reusable without reading the corpus again."""
-    for lang, vocab_size in _languages(cfg):
+    for lang, name, vocab_size in _sides(cfg):
         saved = _saved_settings(Path(run_dir), lang)
-        wanted = _recipe(lang, vocab_size, cfg.tokenizer, corpus)
+        wanted = _recipe(name, vocab_size, cfg.tokenizer, corpus)
         if isinstance(saved, str) or any(saved.get(key) != value for key, value in wanted.items()):
             return False
     return True
 
 
-def _languages(cfg: Config) -> tuple[tuple[str, int], tuple[str, int]]:
-    tok = cfg.tokenizer
-    return (cfg.data.src_lang, tok.src_vocab_size), (cfg.data.tgt_lang, tok.tgt_vocab_size)
+def _sides(cfg: Config) -> tuple[tuple[str, str, int], tuple[str, str, int]]:
+    """Per side: (language of its files, name its settings record, vocabulary size).
+
+    A joint vocabulary is one model trained on both sides, saved under both languages' names.
+    """
+    tok, src, tgt = cfg.tokenizer, cfg.data.src_lang, cfg.data.tgt_lang
+    if tok.joint:
+        return (src, f"{src}+{tgt}", tok.src_vocab_size), (tgt, f"{src}+{tgt}", tok.src_vocab_size)
+    return (src, src, tok.src_vocab_size), (tgt, tgt, tok.tgt_vocab_size)
 
 
 def _why_retrain(run_dir: Path, lang: str, wanted: dict[str, Any]) -> str | None:
@@ -243,9 +250,10 @@ def prepare_tokenizers(
     identifies the split the texts were sampled from (saved, for ``tokenizers_match``).
     """
     run_dir = Path(run_dir)
-    result = []
-    for (lang, vocab_size), texts in zip(_languages(cfg), (train_src, train_tgt), strict=True):
-        wanted = _settings(texts, lang, vocab_size, cfg.tokenizer, corpus)
+    result: list[Tokenizer] = []
+    texts_per_side = [train_src + train_tgt] * 2 if cfg.tokenizer.joint else [train_src, train_tgt]
+    for (lang, name, vocab_size), texts in zip(_sides(cfg), texts_per_side, strict=True):
+        wanted = _settings(texts, name, vocab_size, cfg.tokenizer, corpus)
         reason = _why_retrain(run_dir, lang, wanted)
         if reason is None:
             tok = Tokenizer.load(tokenizer_path(run_dir, lang), lang)
@@ -255,9 +263,12 @@ def prepare_tokenizers(
                 f"{run_dir} holds a trained model whose {lang} tokenizer would change ({reason}); its "
                 f"checkpoints depend on it: use another --run, or the settings in {run_dir / 'config.yaml'}"
             )
+        elif cfg.tokenizer.joint and result:
+            tok = _copy_joint(run_dir, result[0], lang)
+            log(f"tokenizer {lang}: the joint model, copied from {tokenizer_path(run_dir, result[0].lang)}")
         else:
             log(f"tokenizer {lang}: training ({reason})")
-            tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir, corpus)
+            tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir, corpus, name)
             if tok.vocab_size < vocab_size:
                 log(f"tokenizer {lang}: corpus only supports {tok.vocab_size} of {vocab_size} pieces")
         result.append(tok)
@@ -269,6 +280,14 @@ def prepare_tokenizers(
             f"{min(src.vocab_size, tgt.vocab_size)}"
         )
     return src, tgt
+
+
+def _copy_joint(run_dir: Path, first: Tokenizer, lang: str) -> Tokenizer:
+    """The joint model just trained for ``first``'s language, saved again under ``lang``."""
+    for path in (tokenizer_path, _settings_path):
+        data = path(run_dir, first.lang).read_bytes()
+        atomic_write_bytes(path(run_dir, lang), lambda handle, data=data: handle.write(data))
+    return Tokenizer.load(tokenizer_path(run_dir, lang), lang)
 
 
 def load_tokenizers(run_dir: str | Path, src_lang: str, tgt_lang: str) -> tuple[Tokenizer, Tokenizer]:
