@@ -7,7 +7,8 @@
 set -euo pipefail
 corpus=$1 run=$2
 shift 2
-sets=(--set train.test_at_end=false --set train.log_every_steps=10 --set train.max_steps=200 "$@")
+sets=(--set train.test_at_end=false --set train.log_every_steps=10 --set train.max_steps=200
+  --set train.warmup_steps=100 "$@")
 if [ "$corpus" != multi30k ]; then
   sets+=(--set data.source=files
     --set "data.files.train=[$corpus/train.de,$corpus/train.en]"

@@ -4,6 +4,9 @@ when nothing it was made from changed, never half-written."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,7 @@ from mt_cli.data.dataset import encode_pairs, short_enough
 from mt_cli.data.prepare import prepare_corpus, prepared_directory, prepared_recipe
 from mt_cli.data.prepared import MANIFEST, Filtered, PairFilter, PreparedCorpus, write_prepared
 from mt_cli.errors import CheckpointError, DataError
+from mt_cli.files import read_lines
 
 
 def tiny(*overrides: str) -> Config:
@@ -141,3 +145,37 @@ def test_a_damaged_corpus_is_refused(tiny_corpus: TinyCorpus) -> None:
     (corpus.directory / MANIFEST).write_text("{")
     with pytest.raises(CheckpointError, match="unreadable"):
         PreparedCorpus.open(corpus.directory)
+
+
+def test_ctrl_c_in_mt_prepare_leaves_nothing_to_reuse_and_a_rerun_starts_clean(
+    tmp_path: Path, data_dir
+) -> None:
+    # 290,000 pairs (Multi30k ten times over): encoding takes seconds, time enough to interrupt it.
+    for lang in ("de", "en"):
+        lines = read_lines(data_dir / f"train.{lang}.gz")
+        (tmp_path / f"train.{lang}").write_text("\n".join(lines * 10) + "\n", encoding="utf-8")
+    run = tmp_path / "run"
+    sets = [
+        "data.source=files",
+        f"data.files.train=[{tmp_path / 'train.de'},{tmp_path / 'train.en'}]",
+        f"data.files.val=[{data_dir / 'val.de.gz'},{data_dir / 'val.en.gz'}]",
+        f"data.files.test2016=[{data_dir / 'val.de.gz'},{data_dir / 'val.en.gz'}]",
+        "data.train_limit=null",
+        "tokenizer.sample_sentences=3000",
+    ]
+    command = [sys.executable, "-m", "mt_cli", "prepare", "--config", "tiny", "--run", str(run)]
+    command += [arg for item in sets for arg in ("--set", item)]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    seen = []
+    while proc.poll() is None and not any("encoding the training pairs" in line for line in seen):
+        seen.append(proc.stderr.readline())
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130, seen
+    assert proc.stderr.read().strip().splitlines()[-1] == "error: interrupted"
+    assert not run.exists()  # the run directory this command created held nothing of value yet
+    again = subprocess.run(
+        [*command, "--set", "data.train_limit=20000"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert again.returncode == 0, again.stderr
+    assert "prepared corpus: encoding" in again.stderr and "train: 20,000 pairs read" in again.stderr
+    assert [p.name for p in (run / "prepared").iterdir() if p.name.startswith(".")] == []

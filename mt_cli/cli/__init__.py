@@ -7,6 +7,7 @@ matplotlib) are imported inside the commands that need them, so ``mt --help`` st
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -41,5 +42,13 @@ for module in (recipe, translation, tools, export, serve):
     module.register(app)
 
 
+# oneDNN (torch's CPU kernels in bf16) keeps a compiled kernel per matrix shape, 1,024 by default;
+# training batches come in hundreds of shapes, and that cache grew `mt train`'s memory by ~1 GB in
+# 100 updates at no speed gain over 16 (docs/benchmarks.md, "Memory of training"). A user's
+# own setting wins. Set before torch loads: oneDNN reads it once.
+ONEDNN_CACHE = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")
+
+
 def main() -> None:
+    os.environ.setdefault(*ONEDNN_CACHE)
     app()

@@ -193,6 +193,7 @@ def write_prepared(
                 "recipe": recipe,
             }
             write_json(manifest, staging / MANIFEST)
+            os.chmod(staging, 0o755)  # mkdtemp makes it private; a prepared corpus is shared like a dataset
             os.replace(staging, directory)
     except OSError as err:
         raise DataError(f"cannot write the prepared corpus {directory}: {err.strerror or err}") from None
@@ -200,10 +201,13 @@ def write_prepared(
 
 
 class PreparedCorpus:
-    """A prepared corpus, memory-mapped read-only: the training pairs for ``FixedPairs``.
+    """A prepared corpus, opened read-only: the training pairs for ``FixedPairs``.
 
     ``widths`` and ``collate`` are those of ``dataset.EncodedPairs``, so the sampler and the
-    training loop cannot tell the two apart.
+    training loop cannot tell the two apart. The offsets are memory-mapped; a batch's pieces are
+    read with ``os.pread``, not through a map: pages of a mapped file that a process has touched
+    count in its resident memory, so random batches over a big corpus would make a training
+    process look as large as the corpus (the reads come from the page cache all the same).
     """
 
     def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
@@ -215,6 +219,7 @@ class PreparedCorpus:
         self.offsets = {
             side: np.memmap(directory / f"{side}.offsets", dtype=np.int64, mode="r") for side in SIDES
         }
+        self._files = {side: open(directory / f"{side}.tokens", "rb") for side in SIDES}  # noqa: SIM115
 
     @classmethod
     def open(cls, directory: Path) -> PreparedCorpus:
@@ -240,13 +245,15 @@ class PreparedCorpus:
 
     def widths(self) -> tuple[np.ndarray, np.ndarray]:
         """Per pair the widths ``collate`` gives: pieces + EOS, and BOS + pieces (decoder input)."""
-        src, tgt = (np.diff(self.offsets[side]) + 1 for side in SIDES)
+        src, tgt = ((np.diff(self.offsets[side]) + 1).astype(np.int32) for side in SIDES)
         return src, tgt
 
     def pieces(self, side: str, index: int) -> list[int]:
         """Pair ``index``'s piece ids on ``side`` ("src" or "tgt"), without specials."""
-        offsets = self.offsets[side]
-        return self.tokens[side][offsets[index] : offsets[index + 1]].tolist()
+        start, end = (int(offset) for offset in self.offsets[side][index : index + 2])
+        dtype = self.tokens[side].dtype
+        data = os.pread(self._files[side].fileno(), (end - start) * dtype.itemsize, start * dtype.itemsize)
+        return np.frombuffer(data, dtype).tolist()
 
     def collate(self, indices: Sequence[int]) -> Batch:
         return collate(

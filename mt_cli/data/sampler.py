@@ -15,26 +15,34 @@ import torch
 from mt_cli.errors import DataError
 
 
-def fill_batches(order: Iterable[int], widths: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
-    """Items of ``order`` packed greedily, in that order, into batches under ``max_tokens``.
+def batch_ends(widths: Sequence[Sequence[int]], max_tokens: int) -> list[int]:
+    """Where each batch ends when items are packed greedily, in the order given, under ``max_tokens``.
 
-    ``widths`` holds one width per item for each padded tensor (e.g. source and target); a
-    batch costs its sentence count times the sum of its widest item per tensor. An item wider
-    than the budget forms a batch of its own. Given items sorted by width, padding stays small.
+    ``widths`` holds, in that order, one width per item for each padded tensor (e.g. source and
+    target); a batch costs its sentence count times the sum of its widest item per tensor. An
+    item wider than the budget forms a batch of its own. Given items sorted by width, padding
+    stays small.
     """
-    batches: list[list[int]] = []
-    current: list[int] = []
-    widest = [0] * len(widths)
-    for i in order:
-        grown = [max(w, column[i]) for w, column in zip(widest, widths, strict=True)]
-        if current and sum(grown) * (len(current) + 1) > max_tokens:
-            batches.append(current)
-            current, grown = [], [column[i] for column in widths]
-        current.append(i)
+    ends: list[int] = []
+    count, widest = 0, [0] * len(widths)
+    for position, item in enumerate(zip(*widths, strict=True)):
+        grown = [max(w, width) for w, width in zip(widest, item, strict=True)]
+        if count and sum(grown) * (count + 1) > max_tokens:
+            ends.append(position)
+            count, grown = 0, list(item)
+        count += 1
         widest = grown
-    if current:
-        batches.append(current)
-    return batches
+    if count:
+        ends.append(len(widths[0]))
+    return ends
+
+
+def fill_batches(order: Iterable[int], widths: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
+    """Items of ``order`` packed greedily, in that order, into batches under ``max_tokens``
+    (``batch_ends``; ``widths`` per item, indexed by item)."""
+    order = list(order)
+    ends = batch_ends([[column[i] for i in order] for column in widths], max_tokens)
+    return [order[start:end] for start, end in zip([0, *ends], ends)]
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -88,9 +96,9 @@ class TokenBatchSampler:
         if len(src_lengths) != len(tgt_lengths):
             raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
         # numpy: a prepared corpus of millions of pairs hands its widths over without a Python list
-        self.src_lengths = np.asarray(src_lengths, dtype=np.int64)
-        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)
-        self._cache: tuple[int, list[list[int]]] | None = None
+        self.src_lengths = np.asarray(src_lengths, dtype=np.int32)
+        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int32)
+        self._cache: tuple[int, list[np.ndarray]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -101,23 +109,29 @@ class TokenBatchSampler:
             raise ValueError(f"batch index {batch_index} is outside this epoch's {len(self)} batches")
         self._start = batch_index
 
-    def global_batches(self) -> list[list[int]]:
-        """This epoch's batches for all ranks, in order (rank r takes every W-th from r)."""
+    def _epoch_batches(self) -> list[np.ndarray]:
+        """This epoch's batches for all ranks as index arrays: millions of indices as Python ints
+        would cost ~36 bytes each."""
         if self._cache is None or self._cache[0] != self.epoch:
             self._cache = (self.epoch, self._build(self.epoch))
         return self._cache[1]
+
+    def global_batches(self) -> list[list[int]]:
+        """This epoch's batches for all ranks, in order (rank r takes every W-th from r)."""
+        return [batch.tolist() for batch in self._epoch_batches()]
 
     def batches(self) -> list[list[int]]:
         return self.global_batches()[self.rank :: self.world_size]
 
     def __len__(self) -> int:
-        return len(self.global_batches()) // self.world_size
+        return len(self._epoch_batches()) // self.world_size
 
     def __iter__(self) -> Iterator[list[int]]:
         start, self._start = self._start, 0
-        return iter(self.batches()[start:])
+        mine = self._epoch_batches()[self.rank :: self.world_size]
+        return (batch.tolist() for batch in mine[start:])
 
-    def _build(self, epoch: int) -> list[list[int]]:
+    def _build(self, epoch: int) -> list[np.ndarray]:
         n = len(self.src_lengths)
         if n == 0:
             return []
@@ -128,7 +142,8 @@ class TokenBatchSampler:
         # Sorted by (src, tgt) width; lexsort is stable, so ties keep the shuffled order.
         order = order[np.lexsort((tgt[order], src[order]))]
 
-        batches = fill_batches(order.tolist(), (src.tolist(), tgt.tolist()), self.max_tokens)
+        ends = batch_ends((src[order].tolist(), tgt[order].tolist()), self.max_tokens)
+        batches = [order[start:end] for start, end in zip([0, *ends], ends)]
 
         while len(batches) % self.world_size:
             largest = max(range(len(batches)), key=lambda k: len(batches[k]))

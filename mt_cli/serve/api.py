@@ -18,7 +18,7 @@ field, 403 for a key, 413 for a body over the limit. The choices LibreTranslate 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,23 +94,26 @@ async def read_fields(request: Request, max_body: int) -> dict[str, Any]:
 async def read_body(request: Request, max_body: int) -> bytes:
     """The whole body, or a 413 as soon as the declared or the received size passes ``max_body``."""
     declared = request.headers.get("content-length")
+    # One iterator for reading and draining: a second request.stream() raises once the last chunk
+    # has arrived, which made a refused streamed body a 500 whenever it arrived whole.
+    stream = request.stream()
     if declared is not None and declared.isdigit() and int(declared) > max_body:
-        await _drain(request, 0)
+        await _drain(stream, 0)
         raise ApiError(413, f"the request body ({declared} bytes) is over this server's {max_body} bytes")
     chunks, size = [], 0
-    async for chunk in request.stream():
+    async for chunk in stream:
         size += len(chunk)
         if size > max_body:
-            await _drain(request, size)
+            await _drain(stream, size)
             raise ApiError(413, f"the request body is over this server's {max_body} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-async def _drain(request: Request, size: int) -> None:
+async def _drain(stream: AsyncIterator[bytes], size: int) -> None:
     """Read and drop the rest of a refused body (up to a cap): a server that closes a connection
     with unread data makes the client's kernel reset it, and the client would lose the 413."""
-    async for chunk in request.stream():
+    async for chunk in stream:
         size += len(chunk)
         if size > DRAIN_LIMIT:
             return
