@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import datasets
 
     from mt_cli.data.prepare import TrainingData
+    from mt_cli.decode.translator import Translator
 
 SMALL_VOCAB = 500
 SMALL_PAIRS = 3000
@@ -139,3 +140,11 @@ def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     cfg = load_config(CONFIGS / "tiny.yaml", overrides)
     train(cfg, run_dir, resume=False, log=lambda message: None)
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def fp32(trained_run: Path) -> Translator:
+    """The trained run's best model in fp32 on the CPU: what every export is compared with."""
+    from mt_cli.decode.translator import Translator
+
+    return Translator.from_run(trained_run, device="cpu", amp="off")

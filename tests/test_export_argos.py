@@ -54,11 +54,6 @@ json.dump({
 
 
 @pytest.fixture(scope="module")
-def fp32(trained_run: Path) -> Translator:
-    return Translator.from_run(trained_run, device="cpu", amp="off")
-
-
-@pytest.fixture(scope="module")
 def package(fp32: Translator, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return export_argos(fp32, tmp_path_factory.mktemp("argos") / "de-en", Quantization.FLOAT32)
 

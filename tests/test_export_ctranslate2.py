@@ -30,11 +30,6 @@ def sentences() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def fp32(trained_run: Path) -> Translator:
-    return Translator.from_run(trained_run, device="cpu", amp="off")
-
-
-@pytest.fixture(scope="module")
 def exported(fp32: Translator, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return export_ctranslate2(fp32, tmp_path_factory.mktemp("ct2") / "model", Quantization.FLOAT32)
 
