@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -15,7 +16,7 @@ import pytest
 from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
 from mt_cli.config import DataConfig, load_config
-from mt_cli.data.corpus import load_corpus, train_pairs
+from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.formats import hub_pairs, table_pairs
 from mt_cli.data.prepare import prepare_corpus
 from mt_cli.errors import DataError
@@ -174,3 +175,18 @@ def test_a_hub_dataset_that_does_not_exist_is_one_error(tmp_path: Path) -> None:
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("error: hub dataset no-such-user/no-such-dataset") and "cannot be read" in line
     assert not (tmp_path / "run").exists()
+
+
+def test_the_training_fingerprint_follows_every_setting_that_changes_the_pairs(tmp_path: Path) -> None:
+    hub = DataConfig(
+        source="hub", hub="wmt14", hub_config="de-en", columns=["translation.de", "translation.en"]
+    )
+    variants = [hub, dataclasses.replace(hub, train_limit=10), dataclasses.replace(hub, hub_config="fr-en")]
+    variants.append(dataclasses.replace(hub, columns=["translation.en", "translation.de"]))
+    table = write_jsonl(tmp_path / "t.jsonl", translation_records(DE, EN))
+    tables = DataConfig(
+        source="table", tables={"train": [str(table)]}, columns=["translation.de", "translation.en"]
+    )
+    variants += [tables, dataclasses.replace(tables, train_limit=2)]
+    prints = [json.dumps(train_fingerprint(cfg), sort_keys=True) for cfg in variants]
+    assert len(set(prints)) == len(prints)

@@ -149,7 +149,8 @@ def train_fingerprint(cfg: DataConfig) -> dict:
     """What identifies the training text without reading it: the files' paths, sizes and
     modification times (as ``make`` and Hugging Face ``datasets`` decide), or the hub's name."""
     if cfg.source == "hub":
-        return {"hub": cfg.hub, "config": cfg.hub_config, "splits": cfg.hub_splits, "columns": cfg.columns}
+        hub = {"hub": cfg.hub, "config": cfg.hub_config, "splits": cfg.hub_splits, "columns": cfg.columns}
+        return {**hub, "train_limit": cfg.train_limit}
     if cfg.source == "table":
         paths, extra = [Path(p) for p in cfg.tables["train"]], {"columns": cfg.columns}
     else:
