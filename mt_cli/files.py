@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import itertools
 import json
 import os
@@ -54,6 +55,15 @@ def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], Any]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes, read in blocks."""
+    sha = hashlib.sha256()  # hashlib.file_digest needs Python 3.11; mt supports 3.10
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
 
 
 def write_json(data: Any, path: Path) -> None:
@@ -112,9 +122,17 @@ class AtomicTextOutput:
             os.unlink(self.tmp)
 
 
-def _open_bytes(path: Path) -> BinaryIO:
+def check_readable_file(path: Path) -> None:
+    """DataError unless ``path`` is an existing file (not a directory)."""
     if path.is_dir():
         raise DataError(f"{path} is a directory, not a text file")
+    if not path.exists():
+        raise DataError(f"{path} does not exist")
+
+
+def open_bytes(path: Path) -> BinaryIO:
+    """``path`` for reading bytes, decompressed if its name ends in .gz; DataError if it cannot be."""
+    check_readable_file(path)
     try:
         return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
@@ -130,7 +148,7 @@ def read_lines(path: str | Path) -> list[str]:
     would silently shift one side of a parallel corpus against the other.
     """
     path = Path(path)
-    with _open_bytes(path) as handle:
+    with open_bytes(path) as handle:
         try:
             raw = handle.read()
         except (OSError, EOFError, zlib.error) as err:
@@ -179,7 +197,7 @@ def stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
 
 def stream_file_lines(path: Path) -> Iterator[str]:
     """``stream_lines`` of a (possibly gzipped) file, which is closed when the lines run out."""
-    with _open_bytes(path) as handle:
+    with open_bytes(path) as handle:
         yield from stream_lines(handle, str(path))
 
 
@@ -193,7 +211,7 @@ def count_lines(path: Path) -> int | None:
     """Number of lines of a (possibly gzipped) file, for a progress bar's total; None if unreadable
     (reading it for real then reports why)."""
     try:
-        with _open_bytes(path) as handle:
+        with open_bytes(path) as handle:
             count, last = 0, b"\n"
             for block in iter(lambda: handle.read(1 << 20), b""):
                 count += block.count(b"\n")

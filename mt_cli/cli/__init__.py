@@ -44,7 +44,7 @@ for module in (recipe, translation, tools, export, serve):
 
 # oneDNN (torch's CPU kernels in bf16) keeps a compiled kernel per matrix shape, 1,024 by default;
 # training batches come in hundreds of shapes, and that cache grew `mt train`'s memory by ~1 GB in
-# 100 updates at no speed gain over 16 (docs/benchmarks.md, "Memory of training"). A user's
+# 100 updates at no speed gain over 16 (docs/benchmarks.md, "Corpus size"). A user's
 # own setting wins. Set before torch loads: oneDNN reads it once.
 ONEDNN_CACHE = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mt_cli.data.formats import Pair, decoded, hub_pairs, open_bytes, table_pairs
+from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
 from mt_cli.errors import DataError
+from mt_cli.files import open_bytes
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.rules import SPLITS
 

@@ -10,13 +10,13 @@ too few fields, a line that is not JSON) is a DataError naming the file and the 
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from mt_cli.errors import DataError
+from mt_cli.files import check_readable_file, open_bytes
 
 Pair = tuple[str | None, str | None]  # None: the side's bytes were not UTF-8 (dropped and counted)
 PARQUET_BATCH = 8192  # rows read at a time: bounded memory whatever the file's size
@@ -37,24 +37,6 @@ def table_pairs(paths: Sequence[str | Path], columns: Sequence[str]) -> Iterator
     readers = {"tsv": _tsv_pairs, "jsonl": _jsonl_pairs, "parquet": _parquet_pairs}
     for path in map(Path, paths):
         yield from readers[table_format(path)](path, columns)
-
-
-def _check_file(path: Path) -> None:
-    if path.is_dir():
-        raise DataError(f"{path} is a directory, not a file of the corpus")
-    if not path.exists():
-        raise DataError(f"{path} does not exist")
-
-
-def open_bytes(path: Path) -> BinaryIO:
-    """``path`` for reading bytes, decompressed if its name ends in .gz; DataError if it cannot be."""
-    _check_file(path)
-    try:
-        return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # noqa: SIM115
-    except FileNotFoundError:
-        raise DataError(f"{path} does not exist") from None
-    except OSError as err:
-        raise DataError(f"cannot read {path}: {err.strerror or err}") from None
 
 
 def decoded(raw: bytes) -> str | None:
@@ -120,7 +102,7 @@ def _parquet_pairs(path: Path, columns: Sequence[str]) -> Iterator[Pair]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    _check_file(path)
+    check_readable_file(path)
     try:
         parquet = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as err:

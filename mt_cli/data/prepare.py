@@ -25,11 +25,10 @@ from mt_cli.data.prepared import (
     PairFilter,
     PreparedCorpus,
     encodable,
-    file_sha256,
     prepared_key,
     write_prepared,
 )
-from mt_cli.files import batched
+from mt_cli.files import batched, file_sha256
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ Layout of a prepared corpus directory (fairseq's indexed dataset, reduced to wha
 Pieces are stored without specials; ``collate`` adds EOS (and BOS) as ``batch.source_ids`` and
 ``batch.target_ids`` do. The directory is built under a temporary name and renamed when whole,
 so a prepared corpus that exists is complete; a crash, a full disk or Ctrl-C leaves nothing that
-could be reused. Training memory-maps the arrays: the pages are the operating system's cache,
-shared by every rank and dropped under pressure, never copied into a process's heap.
+could be reused. Training maps the offsets and reads each batch's ids with ``os.pread``: the
+pages stay in the operating system's cache, shared by every rank, never in a process's heap.
 """
 
 from __future__ import annotations
@@ -39,11 +39,6 @@ SIDES = ("src", "tgt")
 
 def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def prepared_key(recipe: dict[str, Any]) -> str:

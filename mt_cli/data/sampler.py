@@ -121,7 +121,8 @@ class TokenBatchSampler:
         return [batch.tolist() for batch in self._epoch_batches()]
 
     def batches(self) -> list[list[int]]:
-        return self.global_batches()[self.rank :: self.world_size]
+        """This rank's batches of the epoch."""
+        return [batch.tolist() for batch in self._epoch_batches()[self.rank :: self.world_size]]
 
     def __len__(self) -> int:
         return len(self._epoch_batches()) // self.world_size

@@ -76,19 +76,22 @@ class CTranslate2Engine(CardEngine):
         outputs: list[list[int]] = [[] for _ in sources]
         # Every group is submitted before any is awaited, so the translator's workers take them
         # side by side (one limit per call: CTranslate2 has one max_decoding_length per batch).
-        submitted = {
-            tuple(group): self.translator.translate_batch(
-                [self.src_tok.sp.id_to_piece(sources[i]) for i in group],
-                beam_size=beam,
-                length_penalty=alpha,
-                max_decoding_length=limit - 1,  # CTranslate2 counts words, mt words and EOS
-                max_batch_size=dec.max_tokens // beam,
-                batch_type="tokens",
-                asynchronous=True,
+        submitted = [
+            (
+                group,
+                self.translator.translate_batch(
+                    [self.src_tok.sp.id_to_piece(sources[i]) for i in group],
+                    beam_size=beam,
+                    length_penalty=alpha,
+                    max_decoding_length=limit - 1,  # CTranslate2 counts words, mt words and EOS
+                    max_batch_size=dec.max_tokens // beam,
+                    batch_type="tokens",
+                    asynchronous=True,
+                ),
             )
             for limit, group in self._groups_by_limit(sources).items()
-        }
-        for group, results in submitted.items():
+        ]
+        for group, results in submitted:
             for index, result in zip(group, results, strict=True):
                 outputs[index] = [self.tgt_tok.sp.piece_to_id(p) for p in result.result().hypotheses[0]]
         return self.tgt_tok.decode(outputs)

@@ -7,7 +7,6 @@ never used; the engine opens without loading the PyTorch model once the export e
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from mt_cli.checkpoint import RunDir
@@ -15,6 +14,7 @@ from mt_cli.decode.ctranslate2 import CARD_FILE
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import CheckpointError
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
+from mt_cli.files import file_sha256
 
 EXPORTS = "exports"
 
@@ -27,7 +27,7 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
     if not run.is_dir():
         raise CheckpointError(f"run directory {run} does not exist; train one with `mt train --run {run}`")
     path = RunDir(run).find_checkpoint(checkpoint)
-    model_dir = run / EXPORTS / f"ctranslate2-{_digest(path)}"
+    model_dir = run / EXPORTS / f"ctranslate2-{file_sha256(path)[:12]}"
     if not model_dir.is_dir():
         log(f"exporting {path} to {model_dir}")
         model_dir.parent.mkdir(exist_ok=True)
@@ -35,11 +35,3 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
             Translator.from_run(run, checkpoint, "cpu", amp="off"), model_dir, Quantization.FLOAT32
         )
     return model_dir
-
-
-def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()[:12]

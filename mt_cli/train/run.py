@@ -143,7 +143,7 @@ def _prepared(
     """Rank 0 writes (or reuses) the prepared corpus; the other ranks wait, then map the same files."""
     corpus = prepare_corpus(cfg, run.root, *toks, log) if dist.is_main else None
     dist.barrier()
-    return corpus or prepare_corpus(cfg, run.root, *toks, log)
+    return corpus if corpus is not None else prepare_corpus(cfg, run.root, *toks, log)
 
 
 def prepare_data(cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None]) -> TrainingData:
