@@ -39,7 +39,9 @@ class DataConfig:
     max_len: int = 128  # tokens per side; longer training pairs are dropped (and counted)
     train_limit: int | None = None  # use only the first N training pairs (smoke runs)
     max_length_ratio: float | None = None  # drop training pairs with one side this many times longer
+    dedupe: bool = False  # drop training pairs equal (both sides) to one kept earlier
     prepared_dir: str | None = None  # where prepared corpora go (None: RUN/prepared)
+    workers: int = 0  # DataLoader worker processes building training batches (0: the training process)
     test_split: str = "test2016"
 
 

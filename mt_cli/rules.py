@@ -57,6 +57,7 @@ def check_data(d: DataConfig) -> None:
         d.max_length_ratio is None or d.max_length_ratio >= 1,
         f"data.max_length_ratio={d.max_length_ratio} must be at least 1 (or null: no ratio filter)",
     )
+    require(d.workers >= 0, f"data.workers={d.workers} must be 0 (the training process) or more")
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
     for split, pair in d.files.items():

@@ -99,8 +99,7 @@ class TinyCorpus:
         from mt_cli.data.prepare import prepare_corpus, training_data
 
         toks = (self.src_tok, self.tgt_tok)
-        prepared = lambda: prepare_corpus(cfg, self.root, *toks, quiet)  # noqa: E731
-        return training_data(cfg, self.splits, *toks, prepared, quiet)
+        return training_data(cfg, self.splits, *toks, prepare_corpus(cfg, self.root, *toks, quiet))
 
 
 @pytest.fixture(scope="session")

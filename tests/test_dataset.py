@@ -1,4 +1,4 @@
-"""data/dataset.py: the training pairs per epoch, their widths and batches, the length filter."""
+"""data/dataset.py: pairs encoded in memory, their widths and batches, the length filter."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mt_cli.config import DataConfig
 from mt_cli.data.corpus import load_corpus
-from mt_cli.data.dataset import EncodedPairs, FixedPairs, ResegmentedPairs, encode_pairs, short_enough
+from mt_cli.data.dataset import EncodedPairs, encode_pairs, short_enough
 from mt_cli.data.sampler import TokenBatchSampler
 from mt_cli.specials import BOS_ID, EOS_ID
 from mt_cli.text.tokenizer import Tokenizer
@@ -50,20 +50,3 @@ def test_encoding_and_padding_on_multi30k(
     sampler = TokenBatchSampler(src, tgt, 4096, shuffle=True, seed=1)
     padded = sum(len(b) * (max(src[i] for i in b) + max(tgt[i] for i in b)) for b in sampler.batches())
     assert 1 - (sum(src) + sum(tgt)) / padded < 0.10  # length buckets keep padding under 10%
-
-
-def test_fixed_pairs_are_the_same_every_epoch_and_resegmented_ones_are_not(
-    small_tokenizers: tuple[Tokenizer, Tokenizer],
-) -> None:
-    src_tok, tgt_tok = small_tokenizers
-    src = ["Ein Mann fährt mit dem Fahrrad durch die Stadt."] * 20
-    tgt = ["A man rides his bike through the city."] * 20
-    fixed = FixedPairs(encode_pairs(src, tgt, src_tok, tgt_tok))
-    assert fixed.epoch(1) is fixed.epoch(2)
-    drawn = ResegmentedPairs(src, tgt, src_tok, tgt_tok, 0.3, 0.0, max_len=64)
-    first, again, other = drawn.epoch(1), drawn.epoch(1), drawn.epoch(2)
-    assert first == again and first != other  # seeded: a resumed epoch sees the same pieces
-    assert first.tgt == fixed.pairs.tgt  # the side without dropout keeps its fixed pieces
-    assert sum(map(len, first.src)) > sum(map(len, fixed.pairs.src))  # skipped merges: more pieces
-    capped = ResegmentedPairs(src, tgt, src_tok, tgt_tok, 0.9, 0.0, max_len=len(fixed.pairs.src[0]) - 1)
-    assert capped.epoch(3).src == fixed.pairs.src  # pairs that would grow too long keep their fixed pieces

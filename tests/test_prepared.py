@@ -45,7 +45,9 @@ def test_the_arrays_hold_the_pairs_encoded_in_memory(tiny_corpus: TinyCorpus) ->
     widths = corpus.widths()
     assert widths[0].tolist() == [len(encoded.src[i]) for i in kept]
     assert widths[1].tolist() == [len(encoded.tgt[i]) - 1 for i in kept]
-    assert corpus.tokens["src"].dtype == np.uint16  # a vocabulary under 65,536 pieces
+    assert corpus.dtypes["src"] == np.uint16  # a vocabulary under 65,536 pieces
+    assert [corpus.text("src", i) for i in range(len(corpus))] == [src[i] for i in kept]
+    assert [corpus.text("tgt", i) for i in range(len(corpus))] == [tgt[i] for i in kept]
     batch = corpus.collate([3, 0, 7])
     assert torch.equal(batch.src[1, : len(encoded.src[kept[0]])], torch.tensor(encoded.src[kept[0]]))
 
@@ -58,7 +60,7 @@ def test_filters_drop_and_count_each_pair_once() -> None:
     counts = Filtered()
     keep = PairFilter(max_len=8, max_ratio=3.0).keep(src, tgt, texts, counts)
     assert keep.tolist() == [True, False, False, False, True]
-    assert counts.as_dict() == {"undecodable": 0, "empty": 1, "too_long": 1, "ratio": 1}
+    assert counts.as_dict() == {"undecodable": 0, "empty": 1, "too_long": 1, "ratio": 1, "duplicate": 0}
     counts = Filtered()
     assert PairFilter(max_len=8, max_ratio=None).keep(src, tgt, texts, counts).tolist()[2] is True
 
@@ -72,7 +74,12 @@ def test_a_second_prepare_reuses_and_any_change_makes_a_new_one(tiny_corpus: Tin
     assert (first.directory / "src.tokens").stat().st_mtime_ns == (
         again.directory / "src.tokens"
     ).stat().st_mtime_ns
-    for change in ("data.max_len=20", "data.train_limit=700", "data.max_length_ratio=2.0"):
+    for change in (
+        "data.max_len=20",
+        "data.train_limit=700",
+        "data.max_length_ratio=2.0",
+        "data.dedupe=true",
+    ):
         changed = prepare(tiny_corpus, tiny(change))
         assert changed.directory != first.directory and changed.directory.parent == first.directory.parent
     assert len(prepare(tiny_corpus, tiny("data.max_len=20"))) < len(first)
@@ -126,22 +133,54 @@ def test_a_corpus_filtered_to_nothing_is_an_error(tiny_corpus: TinyCorpus, tmp_p
 
 
 def test_a_full_disk_is_one_error_and_leaves_nothing(tiny_corpus: TinyCorpus, tmp_path, monkeypatch) -> None:
-    def no_space(self, data):
+    def no_space(self, data, lengths):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("mt_cli.data.prepared._Side.write", no_space)
+    monkeypatch.setattr("mt_cli.data.prepared._Flat.append", no_space)
     toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
     with pytest.raises(DataError, match="No space left on device"):
         write_prepared(tmp_path / "p", iter([(["Ein Hund."], ["A dog."])]), *toks, PairFilter(50, None), {})
     assert list(tmp_path.iterdir()) == []
 
 
+def test_duplicates_are_dropped_and_counted_when_asked(tiny_corpus: TinyCorpus, tmp_path: Path) -> None:
+    toks, keep = (tiny_corpus.src_tok, tiny_corpus.tgt_tok), PairFilter(50, None)
+    chunks = [
+        (
+            ["Ein Hund.", "Zwei Katzen.", "Ein Hund.", "Ein Hund."],
+            ["A dog.", "Two cats.", "A dog.", "One dog."],
+        ),
+        (["Zwei Katzen.", "Ein Hund", "", "Ein Hund."], ["Two cats.", "A dog.", "", "A dog."]),
+    ]
+    corpus = write_prepared(tmp_path / "d", iter(chunks), *toks, keep, {}, dedupe=True)
+    texts = [(corpus.text("src", i), corpus.text("tgt", i)) for i in range(len(corpus))]
+    # the first of each pair is kept, in corpus order; equal sources with other targets are not duplicates
+    assert texts == [
+        ("Ein Hund.", "A dog."),
+        ("Zwei Katzen.", "Two cats."),
+        ("Ein Hund.", "One dog."),
+        ("Ein Hund", "A dog."),
+    ]
+    assert corpus.manifest["dropped"] == {
+        "undecodable": 0,
+        "empty": 1,
+        "too_long": 0,
+        "ratio": 0,
+        "duplicate": 3,
+    }
+    assert len(write_prepared(tmp_path / "all", iter(chunks), *toks, keep, {})) == 7
+
+
 def test_a_damaged_corpus_is_refused(tiny_corpus: TinyCorpus) -> None:
     corpus = prepare(tiny_corpus, tiny("data.train_limit=300"))
-    tokens = corpus.directory / "tgt.tokens"
-    tokens.write_bytes(tokens.read_bytes()[:-2])
-    with pytest.raises(CheckpointError, match="damaged"):
-        PreparedCorpus.open(corpus.directory)
+    for name in ("tgt.tokens", "src.text"):
+        damaged = corpus.directory / name
+        whole = damaged.read_bytes()
+        damaged.write_bytes(whole[:-1])
+        with pytest.raises(CheckpointError, match="damaged"):
+            PreparedCorpus.open(corpus.directory)
+        damaged.write_bytes(whole)
+    PreparedCorpus.open(corpus.directory)
     (corpus.directory / MANIFEST).write_text("{")
     with pytest.raises(CheckpointError, match="unreadable"):
         PreparedCorpus.open(corpus.directory)

@@ -1,4 +1,4 @@
-"""data/sampler.py: token-budget batches, per-epoch order, DDP shards and mid-epoch resume."""
+"""data/sampler.py: token-budget batches, per-epoch order and DDP shards."""
 
 from __future__ import annotations
 
@@ -88,20 +88,3 @@ def test_shuffle_is_seeded_per_epoch() -> None:
     assert epoch_batches(1, 0) == epoch_batches(1, 0)
     assert epoch_batches(1, 0) != epoch_batches(1, 1)
     assert epoch_batches(1, 0) != epoch_batches(2, 0)
-
-
-@pytest.mark.parametrize("world_size", [1, 2])
-def test_resume_mid_epoch_yields_the_remaining_batches(world_size: int) -> None:
-    src, tgt = _lengths()
-    full = TokenBatchSampler(src, tgt, 1000, True, 7, rank=world_size - 1, world_size=world_size)
-    full.set_epoch(4)
-    expected = list(full)
-    resumed = TokenBatchSampler(src, tgt, 1000, True, 7, rank=world_size - 1, world_size=world_size)
-    resumed.set_epoch(4)
-    resumed.start_at(5)
-    assert list(resumed) == expected[5:]
-    assert list(resumed) == expected  # the offset applies to one iteration only
-    resumed.start_at(len(resumed))
-    assert list(resumed) == []
-    with pytest.raises(ValueError):
-        resumed.start_at(len(resumed) + 1)

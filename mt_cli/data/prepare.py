@@ -15,16 +15,10 @@ from typing import TYPE_CHECKING
 
 from mt_cli.config import Config
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
-from mt_cli.data.dataset import (
-    FixedPairs,
-    PairSource,
-    ResegmentedPairs,
-)
 from mt_cli.data.prepared import (
     Filtered,
     PairFilter,
     PreparedCorpus,
-    encodable,
     prepared_key,
     write_prepared,
 )
@@ -42,7 +36,7 @@ SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs 
 class TrainingData:
     src_tok: Tokenizer
     tgt_tok: Tokenizer
-    train: PairSource  # the training pairs, per epoch
+    train: PreparedCorpus  # the training pairs, on disk
     val_src: list[str]  # raw text: validation is scored like any user input
     val_ref: list[str]
     test_src: list[str]
@@ -82,6 +76,7 @@ def prepared_recipe(cfg: Config, run_root: Path) -> dict:
         "train": train_fingerprint(cfg.data),
         "max_len": cfg.data.max_len,
         "max_length_ratio": cfg.data.max_length_ratio,
+        "dedupe": cfg.data.dedupe,
         "tokenizers": {
             side: file_sha256(tokenizer_path(run_root, lang))
             for side, lang in (("src", cfg.data.src_lang), ("tgt", cfg.data.tgt_lang))
@@ -110,7 +105,9 @@ def prepare_corpus(
     pairs = batched(train_pairs(cfg.data), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     with tqdm(desc="encode", unit=" pairs", leave=False, disable=None) as bar:
-        corpus = write_prepared(directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update)
+        corpus = write_prepared(
+            directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update, cfg.data.dedupe
+        )
     manifest = corpus.manifest
     dropped = Filtered(**manifest["dropped"]).describe()
     log(f"train: {manifest['read']:,} pairs read, {len(corpus):,} kept; dropped: {dropped}")
@@ -121,39 +118,14 @@ def pair_filter(cfg: Config) -> PairFilter:
     return PairFilter(cfg.data.max_len, cfg.data.max_length_ratio)
 
 
-def training_pairs(
-    cfg: Config,
-    prepared: Callable[[], PreparedCorpus],
-    src_tok: Tokenizer,
-    tgt_tok: Tokenizer,
-    log: Callable[[str], None],
-) -> PairSource:
-    """The pairs to train on: the prepared corpus, or with BPE-dropout the text, segmented anew
-    every epoch (which keeps the training text in memory)."""
-    tok = cfg.tokenizer
-    if not (tok.src_bpe_dropout or tok.tgt_bpe_dropout):
-        return FixedPairs(prepared())
-    src_text, tgt_text = (list(side) for side in zip(*train_pairs(cfg.data), strict=True))
-    dropped, texts = Filtered(), zip(src_text, tgt_text, strict=True)
-    pieces = (src_tok.encode(encodable(src_text)), tgt_tok.encode(encodable(tgt_text)))
-    kept = pair_filter(cfg).keep(*pieces, texts, dropped).nonzero()[0]
-    log(f"train: {len(src_text):,} pairs read, {len(kept):,} kept; dropped: {dropped.describe()}")
-    kept_src, kept_tgt = [src_text[i] for i in kept], [tgt_text[i] for i in kept]
-    dropout = (tok.src_bpe_dropout, tok.tgt_bpe_dropout)
-    return ResegmentedPairs(kept_src, kept_tgt, src_tok, tgt_tok, *dropout, cfg.data.max_len)
-
-
 def training_data(
     cfg: Config,
     splits: datasets.DatasetDict,
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
-    prepared: Callable[[], PreparedCorpus],
-    log: Callable[[str], None],
+    train: PreparedCorpus,
 ) -> TrainingData:
-    """What the trainer reads: the training pairs (``prepared()`` unless BPE-dropout needs the
-    text) and the raw val and test text."""
-    train = training_pairs(cfg, prepared, src_tok, tgt_tok, log)
+    """What the trainer reads: the prepared training pairs and the raw val and test text."""
     val, test = splits["val"].to_dict(), splits[cfg.data.test_split].to_dict()
     return TrainingData(src_tok, tgt_tok, train, val["src"], val["tgt"], test["src"], test["tgt"])
 

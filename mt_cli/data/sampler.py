@@ -67,8 +67,8 @@ class TokenBatchSampler:
     dropping or repeating a pair, the largest batches are halved until the count divides by
     the world size; so each pair appears exactly once per epoch across ranks.
 
-    Resume: ``set_epoch(e)`` then ``start_at(i)`` makes the next iteration yield exactly the
-    batches from index i of this rank's epoch. ``len()`` is the full per-rank epoch length.
+    The batches of an epoch depend only on (seed, epoch): a resumed epoch skips the batches it
+    trained on (``data.epochs.EpochLoader``). ``len()`` is the per-rank epoch length.
     """
 
     def __init__(
@@ -88,11 +88,6 @@ class TokenBatchSampler:
         self.max_tokens, self.shuffle, self.seed = max_tokens, shuffle, seed
         self.rank, self.world_size = rank, world_size
         self.epoch = 0
-        self._start = 0
-        self.set_lengths(src_lengths, tgt_lengths)
-
-    def set_lengths(self, src_lengths: Sequence[int], tgt_lengths: Sequence[int]) -> None:
-        """Per-pair widths to batch by; BPE-dropout changes them every epoch."""
         if len(src_lengths) != len(tgt_lengths):
             raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
         # numpy: a prepared corpus of millions of pairs hands its widths over without a Python list
@@ -102,12 +97,6 @@ class TokenBatchSampler:
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
-
-    def start_at(self, batch_index: int) -> None:
-        """Skip the first ``batch_index`` batches of the next iteration only (mid-epoch resume)."""
-        if not 0 <= batch_index <= len(self):
-            raise ValueError(f"batch index {batch_index} is outside this epoch's {len(self)} batches")
-        self._start = batch_index
 
     def _epoch_batches(self) -> list[np.ndarray]:
         """This epoch's batches for all ranks as index arrays: millions of indices as Python ints
@@ -120,43 +109,60 @@ class TokenBatchSampler:
         """This epoch's batches for all ranks, in order (rank r takes every W-th from r)."""
         return [batch.tolist() for batch in self._epoch_batches()]
 
+    def rank_batches(self) -> list[np.ndarray]:
+        """This rank's batches of the epoch, as index arrays."""
+        return self._epoch_batches()[self.rank :: self.world_size]
+
     def batches(self) -> list[list[int]]:
         """This rank's batches of the epoch."""
-        return [batch.tolist() for batch in self._epoch_batches()[self.rank :: self.world_size]]
+        return [batch.tolist() for batch in self.rank_batches()]
 
     def __len__(self) -> int:
         return len(self._epoch_batches()) // self.world_size
 
     def __iter__(self) -> Iterator[list[int]]:
-        start, self._start = self._start, 0
-        mine = self._epoch_batches()[self.rank :: self.world_size]
-        return (batch.tolist() for batch in mine[start:])
+        return (batch.tolist() for batch in self.rank_batches())
 
     def _build(self, epoch: int) -> list[np.ndarray]:
         n = len(self.src_lengths)
         if n == 0:
             return []
-        src, tgt = self.src_lengths, self.tgt_lengths
         generator = torch.Generator()
         generator.manual_seed(epoch_seed(self.seed, epoch))
         order = torch.randperm(n, generator=generator).numpy() if self.shuffle else np.arange(n)
-        # Sorted by (src, tgt) width; lexsort is stable, so ties keep the shuffled order.
-        order = order[np.lexsort((tgt[order], src[order]))]
-
-        ends = batch_ends((src[order].tolist(), tgt[order].tolist()), self.max_tokens)
-        batches = [order[start:end] for start, end in zip([0, *ends], ends)]
-
-        while len(batches) % self.world_size:
-            largest = max(range(len(batches)), key=lambda k: len(batches[k]))
-            batch = batches[largest]
-            if len(batch) < 2:
-                raise DataError(
-                    f"cannot give {self.world_size} processes equal shares of {n} pairs at "
-                    f"max_tokens={self.max_tokens}; use fewer processes or a larger train.max_tokens"
-                )
-            half = len(batch) // 2
-            batches[largest : largest + 1] = [batch[:half], batch[half:]]
-
+        batches = equal_shares(
+            length_sorted_batches(order, self.src_lengths, self.tgt_lengths, self.max_tokens),
+            self.world_size,
+            self.max_tokens,
+        )
         if self.shuffle:
             batches = [batches[k] for k in torch.randperm(len(batches), generator=generator).tolist()]
         return batches
+
+
+def length_sorted_batches(
+    order: np.ndarray, src: np.ndarray, tgt: np.ndarray, max_tokens: int
+) -> list[np.ndarray]:
+    """The items of ``order`` sorted by (src, tgt) width and packed into token-budget batches;
+    the sort is stable, so items of equal widths keep the order given (a shuffle, in training)."""
+    order = order[np.lexsort((tgt[order], src[order]))]
+    ends = batch_ends((src[order].tolist(), tgt[order].tolist()), max_tokens)
+    return [order[start:end] for start, end in zip([0, *ends], ends)]
+
+
+def equal_shares(batches: list[np.ndarray], world_size: int, max_tokens: int) -> list[np.ndarray]:
+    """``batches`` with the largest halved until their count divides by ``world_size``, so that
+    every rank gets as many batches (DDP needs it) and no pair is dropped or repeated."""
+    batches = list(batches)
+    while len(batches) % world_size:
+        largest = max(range(len(batches)), key=lambda k: len(batches[k]))
+        batch = batches[largest]
+        if len(batch) < 2:
+            pairs = sum(map(len, batches))
+            raise DataError(
+                f"cannot give {world_size} processes equal shares of {pairs} pairs at "
+                f"max_tokens={max_tokens}; use fewer processes or a larger train.max_tokens"
+            )
+        half = len(batch) // 2
+        batches[largest : largest + 1] = [batch[:half], batch[half:]]
+    return batches

@@ -151,8 +151,8 @@ def prepare_data(cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str
     and the training pairs (prepared once, memory-mapped by every rank): what the trainer reads."""
     splits = load_eval_splits(cfg, log)
     src_tok, tgt_tok = _tokenizers(cfg, run, lambda: tokenizer_sample(cfg), dist, log)
-    prepared = lambda: _prepared(cfg, run, (src_tok, tgt_tok), dist, log)  # noqa: E731
-    return training_data(cfg, splits, src_tok, tgt_tok, prepared, log)
+    prepared = _prepared(cfg, run, (src_tok, tgt_tok), dist, log)
+    return training_data(cfg, splits, src_tok, tgt_tok, prepared)
 
 
 def _train_in(cfg: Config, run: RunDir, resume: bool, dist: Distributed, log: Callable[[str], None]) -> dict:

@@ -20,8 +20,8 @@ import torch
 from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
 from mt_cli.config import Config, config_to_dict
 from mt_cli.data.batch import Batch
+from mt_cli.data.epochs import EpochLoader, epoch_plan
 from mt_cli.data.prepare import TrainingData
-from mt_cli.data.sampler import TokenBatchSampler, epoch_seed
 from mt_cli.errors import CheckpointError, RunFailure
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters
@@ -52,16 +52,9 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, tc)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
         self.progress = Progress()
-        # This epoch's training pairs: BPE-dropout draws new ones at every epoch (see begin_epoch).
-        self.pairs, self.pairs_epoch = data.train.epoch(epoch_seed(tc.seed, 0)), 0
-        self.sampler = TokenBatchSampler(
-            *self.pairs.widths(),
-            tc.max_tokens,
-            shuffle=True,
-            seed=tc.seed,
-            rank=dist.rank,
-            world_size=dist.world_size,
-        )
+        tokenizers = (data.src_tok, data.tgt_tok)
+        self.plan = epoch_plan(cfg, data.train, tokenizers, dist.rank, dist.world_size)
+        self.loader = EpochLoader(self.plan, cfg.data.workers, tc.seed)
         self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main)
         self.stop_signal: str | None = None
@@ -143,25 +136,11 @@ class Trainer:
             )
 
     # ---- the loop --------------------------------------------------------------------------
-    def begin_epoch(self) -> None:
-        """Point the sampler at the saved position in the current epoch.
-
-        With BPE-dropout the training pairs are first re-segmented, seeded by (seed, epoch) so
-        that a resumed epoch gets the same pieces and hence the same batches.
-        """
-        p = self.progress
-        if p.epoch != self.pairs_epoch:
-            self.pairs = self.data.train.epoch(epoch_seed(self.cfg.train.seed, p.epoch))
-            self.pairs_epoch = p.epoch
-            self.sampler.set_lengths(*self.pairs.widths())
-        self.sampler.set_epoch(p.epoch)
-        self.sampler.start_at(p.batch_in_epoch)
-
     def epoch_updates(self) -> Iterator[list[Batch]]:
-        """The remaining updates of the current epoch, from the position ``begin_epoch`` set."""
+        """The remaining updates of the current epoch, from the saved position in it."""
         group: list[Batch] = []
-        for indices in self.sampler:
-            group.append(self.pairs.collate(indices))
+        for batch in self.loader.batches(self.progress.epoch, self.progress.batch_in_epoch):
+            group.append(batch)
             if len(group) == self.cfg.train.accum_steps:
                 yield group
                 group = []
@@ -193,9 +172,11 @@ class Trainer:
 
     def fit(self) -> Progress:
         tc, p = self.cfg.train, self.progress
+        per_epoch = self.plan.length()
         self.log(
             f"model: {count_parameters(self.model) / 1e6:.2f}M parameters | device {self.device} | "
-            f"precision {self.dtype or torch.float32} | {len(self.sampler)} batches per epoch"
+            f"precision {self.dtype or torch.float32} | "
+            + (f"{per_epoch} batches per epoch" if per_epoch else "batches per epoch vary (BPE-dropout)")
             + (f" per rank ({self.dist.world_size} ranks)" if self.dist.world_size > 1 else "")
         )
         clock = time.perf_counter() - p.elapsed  # training time survives resumes
@@ -226,7 +207,6 @@ class Trainer:
     def run_epoch(self, clock: float) -> tuple[str | None, float]:
         """Train to the end of the epoch or a stop reason; returns it and the epoch's tokens/s."""
         tc, p = self.cfg.train, self.progress
-        self.begin_epoch()
         bar = self.progress_bar()
         epoch_tokens, epoch_start = 0, time.perf_counter()
         window_tokens, window_start = 0, time.perf_counter()
@@ -299,7 +279,7 @@ class Trainer:
 
         quiet = not (self.dist.is_main and sys.stderr.isatty())
         return tqdm(
-            total=len(self.sampler),
+            total=self.plan.length(),
             initial=self.progress.batch_in_epoch,
             desc=f"epoch {self.progress.epoch + 1}",
             disable=quiet,

@@ -1,0 +1,134 @@
+"""data/epochs.py: an epoch's batches per rank, fixed or re-segmented by BPE-dropout pool by pool,
+loaded in worker processes, resumed mid-epoch and carried on across epochs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
+
+from mt_cli.config import Config, load_config
+from mt_cli.data import epochs
+from mt_cli.data.batch import Batch
+from mt_cli.data.epochs import DropoutBatches, EpochLoader, FixedBatches, epoch_plan
+from mt_cli.data.prepare import prepare_corpus
+from mt_cli.data.prepared import PreparedCorpus
+from mt_cli.specials import BOS_ID, EOS_ID
+
+
+def tiny(*overrides: str) -> Config:
+    return load_config(CONFIGS / "tiny.yaml", [*FAST_TRAINING, *overrides])
+
+
+def plan_for(tiny_corpus: TinyCorpus, cfg: Config, rank: int = 0, world_size: int = 1):
+    toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
+    corpus = prepare_corpus(cfg, tiny_corpus.root, *toks, quiet)
+    return epoch_plan(cfg, corpus, toks, rank, world_size)
+
+
+def tensors(batches: list[Batch]) -> list[tuple[list, list]]:
+    return [(b.src.tolist(), b.tgt_out.tolist()) for b in batches]
+
+
+def sentences(batches: list[Batch], side: str = "src") -> list[list[int]]:
+    """Each sentence's ids without padding (sources with EOS, targets as tgt_out)."""
+    rows = []
+    for b in batches:
+        ids, mask = (b.src, b.src_mask[:, 0, 0]) if side == "src" else (b.tgt_out, b.tgt_out != 0)
+        rows += [row[keep].tolist() for row, keep in zip(ids, mask, strict=True)]
+    return rows
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_fixed_batches_resume_mid_epoch_and_run_on_into_the_next(
+    tiny_corpus: TinyCorpus, workers: int
+) -> None:
+    plan = plan_for(tiny_corpus, tiny())
+    assert isinstance(plan, FixedBatches)
+    whole = EpochLoader(plan, 0, seed=1)
+    first, second = list(whole.batches(0)), list(whole.batches(1))  # the second carries on the stream
+    assert len(first) == len(second) == plan.length()
+    assert tensors(second) != tensors(first)  # each epoch its own order
+    loader = EpochLoader(plan, workers, seed=1)
+    assert tensors(list(loader.batches(0, start=5))) == tensors(first[5:])
+    assert tensors(list(loader.batches(1))) == tensors(second)
+    assert tensors(list(EpochLoader(plan, workers, seed=1).batches(1, start=3))) == tensors(second[3:])
+    expected = [plan.corpus.collate(indices.tolist()) for indices in plan.units(0)]
+    assert tensors(first) == tensors(expected)
+
+
+def test_dropout_segments_each_epoch_anew_and_keeps_the_text(tiny_corpus: TinyCorpus, monkeypatch) -> None:
+    monkeypatch.setattr(epochs, "POOL_BATCHES", 4)  # several pools even in the tiny corpus
+    cfg = tiny("tokenizer.src_bpe_dropout=0.1")
+    plan = plan_for(tiny_corpus, cfg)
+    assert isinstance(plan, DropoutBatches)
+    corpus: PreparedCorpus = plan.corpus
+    pools = plan.units(0)
+    assert len(pools) > 3
+    assert sorted(i for pool in pools for i in pool.pairs.tolist()) == list(range(len(corpus)))
+    loader = EpochLoader(plan, 0, seed=1)
+    epoch0, epoch1 = list(loader.batches(0)), list(loader.batches(1))
+    assert tensors(list(EpochLoader(plan, 0, seed=1).batches(0))) == tensors(epoch0)  # seeded
+    for batches in (epoch0, epoch1):
+        assert sum(b.n_sentences for b in batches) == len(corpus)  # every pair once per epoch
+        assert all(
+            b.src.numel() + b.tgt_in.numel() <= cfg.train.max_tokens or b.n_sentences == 1 for b in batches
+        )
+    src0, src1 = sentences(epoch0), sentences(epoch1)
+    fixed = [corpus.pieces("src", i) + [EOS_ID] for i in range(len(corpus))]
+    assert sum(map(len, src0)) > 1.05 * sum(map(len, fixed))  # skipped merges: more pieces
+    assert sorted(src0) != sorted(src1)  # drawn anew each epoch
+    decode = tiny_corpus.src_tok.decode
+    texts = sorted(corpus.text("src", i) for i in range(len(corpus)))
+    assert sorted(decode(src0)) == sorted(decode(fixed)) == sorted(decode(src1))
+    assert texts[0] and all(isinstance(t, str) for t in texts)
+    # the target side has no dropout: its fixed pieces
+    fixed_tgt = sorted(corpus.pieces("tgt", i) + [EOS_ID] for i in range(len(corpus)))
+    assert sorted(sentences(epoch0, "tgt")) == fixed_tgt
+    # a resumed epoch gets the batches it began with, with a worker process too
+    resumed = list(EpochLoader(plan, 1, seed=1).batches(0, start=7))
+    assert tensors(resumed) == tensors(epoch0[7:])
+
+
+def test_dropout_batches_are_bucketed_by_their_new_widths(tiny_corpus: TinyCorpus) -> None:
+    cfg = tiny("tokenizer.src_bpe_dropout=0.1", "tokenizer.tgt_bpe_dropout=0.1")
+    batches = list(EpochLoader(plan_for(tiny_corpus, cfg), 0, seed=1).batches(0))
+    real = sum(b.src_tokens + b.tgt_tokens for b in batches)
+    padded = sum(b.src.numel() + b.tgt_in.numel() for b in batches)
+    assert real / padded > 0.85  # bucketed by the fixed widths instead, padding doubled
+
+
+def test_pairs_that_grow_past_max_len_keep_their_fixed_pieces(tiny_corpus: TinyCorpus) -> None:
+    cfg = tiny("tokenizer.src_bpe_dropout=0.9", "tokenizer.tgt_bpe_dropout=0.9", "data.max_len=20")
+    plan = plan_for(tiny_corpus, cfg)
+    corpus = plan.corpus
+    (pool,) = plan.units(0)
+    src, tgt = plan.segment(pool)
+    limit = cfg.data.max_len
+    assert max(map(len, src)) <= limit + 1 and max(map(len, tgt)) <= limit + 2
+    kept_fixed = [j for j, i in enumerate(pool.pairs.tolist()) if src[j][:-1] == corpus.pieces("src", i)]
+    assert kept_fixed  # at dropout 0.9 some pairs outgrow max_len ...
+    for j in kept_fixed:  # ... and keep the fixed pieces on both sides
+        assert tgt[j] == [BOS_ID, *corpus.pieces("tgt", int(pool.pairs[j])), EOS_ID]
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_dropout_ranks_share_each_pool_equally(tiny_corpus: TinyCorpus, monkeypatch, world_size: int) -> None:
+    monkeypatch.setattr(epochs, "POOL_BATCHES", 4)
+    cfg = tiny("tokenizer.tgt_bpe_dropout=0.1")
+    ranks = [
+        list(EpochLoader(plan_for(tiny_corpus, cfg, r, world_size), 0, seed=1).batches(2))
+        for r in range(world_size)
+    ]
+    assert len({len(batches) for batches in ranks}) == 1  # DDP: every rank as many batches
+    all_sources = sorted(s for batches in ranks for s in sentences(batches))
+    corpus = plan_for(tiny_corpus, cfg).corpus
+    assert all_sources == sorted(corpus.pieces("src", i) + [EOS_ID] for i in range(len(corpus)))
+
+
+def test_the_loader_leaves_the_training_random_stream_alone(tiny_corpus: TinyCorpus) -> None:
+    torch.manual_seed(5)
+    state = torch.get_rng_state()
+    for workers in (0, 1):
+        list(EpochLoader(plan_for(tiny_corpus, tiny()), workers, seed=1).batches(0))
+    assert torch.equal(torch.get_rng_state(), state)  # so resuming mid-epoch is exact
