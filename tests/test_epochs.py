@@ -3,6 +3,8 @@ loaded in worker processes, resumed mid-epoch and carried on across epochs."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 import torch
 from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
@@ -13,6 +15,7 @@ from mt_cli.data.batch import Batch
 from mt_cli.data.epochs import DropoutBatches, EpochLoader, FixedBatches, epoch_plan
 from mt_cli.data.prepare import prepare_corpus
 from mt_cli.data.prepared import PreparedCorpus
+from mt_cli.errors import DataError
 from mt_cli.specials import BOS_ID, EOS_ID
 
 
@@ -132,3 +135,26 @@ def test_the_loader_leaves_the_training_random_stream_alone(tiny_corpus: TinyCor
     for workers in (0, 1):
         list(EpochLoader(plan_for(tiny_corpus, tiny()), workers, seed=1).batches(0))
     assert torch.equal(torch.get_rng_state(), state)  # so resuming mid-epoch is exact
+
+
+def _refuse(unit) -> None:
+    raise DataError("cannot give 2 processes equal shares of 1 pairs")
+
+
+def test_an_error_in_a_worker_reaches_the_command_as_itself(tiny_corpus: TinyCorpus) -> None:
+    plan = plan_for(tiny_corpus, tiny())
+    plan.load = _refuse
+    with pytest.raises(DataError) as caught:
+        list(EpochLoader(plan, 1, seed=1).batches(0))
+    assert str(caught.value) == "cannot give 2 processes equal shares of 1 pairs"  # one line, no traceback
+
+
+@pytest.mark.parametrize("dropout", ["0.0", "0.1"])
+def test_plans_travel_to_spawned_workers(tiny_corpus: TinyCorpus, dropout: str) -> None:
+    # fork shares the plan; spawn and forkserver (Python 3.14's default) pickle it, and the
+    # prepared corpus is opened anew on the other side.
+    plan = plan_for(tiny_corpus, tiny(f"tokenizer.src_bpe_dropout={dropout}"))
+    copy = pickle.loads(pickle.dumps(plan))
+    assert copy.corpus is not plan.corpus and copy.corpus.directory == plan.corpus.directory
+    unit = plan.units(1)[0]
+    assert tensors(list(copy.load(unit))) == tensors(list(plan.load(unit)))

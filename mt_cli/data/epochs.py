@@ -32,6 +32,7 @@ from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.dataset import within_max_len
 from mt_cli.data.prepared import SIDES, PreparedCorpus
 from mt_cli.data.sampler import TokenBatchSampler, epoch_seed, equal_shares, length_sorted_batches
+from mt_cli.errors import MtError
 from mt_cli.text.tokenizer import Tokenizer
 
 # Batches' worth of tokens segmented and bucketed together under BPE-dropout. Multi30k, dropout
@@ -214,9 +215,12 @@ class _Units(torch.utils.data.Dataset):
     def __init__(self, plan: EpochPlan) -> None:
         self.plan = plan
 
-    def __getitem__(self, key: tuple[int, Any]) -> tuple[int, Iterable[Batch]]:
+    def __getitem__(self, key: tuple[int, Any]) -> tuple[int, Iterable[Batch] | MtError]:
         epoch, unit = key
-        return epoch, self.plan.load(unit)
+        try:
+            return epoch, self.plan.load(unit)
+        except MtError as err:  # raised again as itself in the training process: one line, its exit code
+            return epoch, err
 
 
 class _Schedule(torch.utils.data.Sampler):
@@ -233,7 +237,7 @@ class _Schedule(torch.utils.data.Sampler):
             units = self.plan.units(epoch + 1)
 
 
-def _as_loaded(loaded: tuple[int, Iterable[Batch]]) -> tuple[int, Iterable[Batch]]:
+def _as_loaded(loaded: tuple[int, Any]) -> tuple[int, Any]:
     return loaded
 
 
@@ -274,6 +278,8 @@ class EpochLoader:
             generator=generator,
         )
         for unit_epoch, loaded in loader:
+            if isinstance(loaded, MtError):
+                raise loaded
             for batch in loaded:
                 if skip:
                     skip -= 1
