@@ -145,7 +145,7 @@ def test_bench_command_on_the_tiny_recipe(data_dir: Path, tiny_config_path: Path
     table = [line.split() for line in printed[header + 1 : header + 1 + len(report["rows"])]]
     assert len(table) == len(report["rows"])
     for row, cells in zip(report["rows"], table):
-        assert cells[0] == row["task"] and float(cells[-4]) == pytest.approx(row["median_s"], abs=5e-4)
+        assert cells[0] == row["task"] and float(cells[-5]) == pytest.approx(row["median_s"], abs=5e-4)
     assert any(line.startswith("greedy: naive nn.Transformer / ours time") for line in printed)
     assert "training:" in result.stderr and "training:" not in result.stdout  # progress on stderr
     rows = report["rows"]
@@ -159,8 +159,15 @@ def test_bench_command_on_the_tiny_recipe(data_dir: Path, tiny_config_path: Path
             assert math.isfinite(row[key]) and row[key] > 0, (row, key)
         if row["task"] == "translate":
             assert row["sentences"] == 24 and row["sentences_per_s"] > 0
+            assert row["mfu"] is None
+        else:  # the same batches, so the same model FLOPs per second relative to tokens per second
+            assert 0 < row["mfu"] < 1 and row["tflops"] > 0
+            assert row["tflops"] / row["tokens_per_s"] == pytest.approx(
+                rows[0]["tflops"] / rows[0]["tokens_per_s"]
+            )
         if sys.platform == "linux":
             assert math.isfinite(row["peak_mib"]) and row["peak_mib"] > 0, row
     assert report["ratios"] and all(math.isfinite(v) and v > 0 for v in report["ratios"].values())
     assert 0.5 <= report["naive_matches_greedy"] <= 1.0
     assert "nn.Transformer naive greedy" in result.stdout and "ours beam3" in result.stdout
+    assert "TFLOP/s (measured matmul peak)" in result.stdout

@@ -52,6 +52,8 @@ def test_loss_decreases(tiny_config_path, tiny_corpus, tmp_path) -> None:
     trainer.fit()
     losses = train_losses(tmp_path)
     assert len(losses) == 40
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert all(0 < e["mfu"] < 1 and e["tflops"] > 0 for e in logged if e["event"] == "train")
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
 
 

@@ -37,6 +37,10 @@ class Batch:
     tgt_tokens: int  # real tokens in tgt_out, i.e. the loss's token count
     n_sentences: int
 
+    def sentence_lengths(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B,) real source positions (pieces + EOS) and (B,) real decoder positions per sentence."""
+        return self.src_mask[:, 0, 0].sum(1), (self.tgt_out != PAD_ID).sum(1)
+
     def to(self, device: torch.device | str) -> Batch:
         tensors = ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask")
         return replace(self, **{name: getattr(self, name).to(device, non_blocking=True) for name in tensors})

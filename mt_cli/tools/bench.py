@@ -7,7 +7,9 @@ Training rows: real source+target tokens per second for forward, backward, gradi
 one AdamW step (``make_optimizer``, ``token_loss``), over the first ``batches`` token-budget
 batches of the training split (epoch 0's shuffled order), in fp32 and in the machine's AMP mode.
 The batches are on the device before the clock starts; every row has its own copy of the weights
-and its own optimizer, and one untimed warm-up step on its largest batch.
+and its own optimizer, and one untimed warm-up step on its largest batch. MFU: the model FLOPs of
+those batches (``model.flops``) per second over the device's peak in that precision
+(``runtime.flops``: a datasheet on known GPUs, a measured matmul peak on CPUs).
 
 Translation rows: sentences/s and generated tokens/s (EOS included) on the first N test2016
 sentences, in the translator's precision (weights cast to it once, autocast on, as in
@@ -42,9 +44,11 @@ from mt_cli.data.dataset import EncodedPairs, encode_pairs, short_enough
 from mt_cli.data.sampler import TokenBatchSampler
 from mt_cli.decode.search import beam_search, greedy_search, max_output_lengths
 from mt_cli.decode.translator import Translator
+from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters
 from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
+from mt_cli.runtime.flops import peak_flops
 from mt_cli.text.tokenizer import prepare_tokenizers
 from mt_cli.tools.textbook import naive_greedy_batch, textbook_from
 from mt_cli.tools.timing import Row, measure_peaks, time_rows
@@ -102,7 +106,12 @@ def _train_batches(tr: Translator, cfg: Config, n: int) -> list[Batch]:
 
 
 def _train_row(
-    tr: Translator, cfg: Config, batches: list[Batch], impl: str, dtype: torch.dtype | None
+    tr: Translator,
+    cfg: Config,
+    batches: list[Batch],
+    impl: str,
+    dtype: torch.dtype | None,
+    peak: tuple[float | None, str],
 ) -> Row:
     tc, device = cfg.train, tr.device
     ours = copy.deepcopy(tr.model).train()
@@ -131,7 +140,8 @@ def _train_row(
 
     largest = max(batches, key=lambda b: b.src.numel() + b.tgt_in.numel())
     name = "ours" if impl == "ours" else "nn.Transformer"
-    return Row("train", name, _precision(dtype), run, lambda: step(largest))
+    flops = sum(training_flops(cfg.model, tr.tgt_tok.vocab_size, *b.sentence_lengths()) for b in batches)
+    return Row("train", name, _precision(dtype), run, lambda: step(largest), flops=flops, peak_flops=peak[0])
 
 
 def _decode(tr: Translator, search: Callable, batches: list, outputs: dict[int, list[int]]) -> int:
@@ -222,9 +232,9 @@ def run_bench(
     lines = list(load_corpus(cfg.data, [TEST_SPLIT])[TEST_SPLIT]["src"])[: plan.sentences]
     train_batches = _train_batches(tr, cfg, plan.batches)
     amp = amp_dtype(tr.device, "auto")
-    precisions = dict.fromkeys([None, amp])
+    peaks = {p: peak_flops(tr.device, p) for p in dict.fromkeys([None, amp])}
     train_rows = [
-        _train_row(tr, cfg, train_batches, impl, p) for p in precisions for impl in ("ours", "textbook")
+        _train_row(tr, cfg, train_batches, impl, p, peaks[p]) for p in peaks for impl in ("ours", "textbook")
     ]
     translate_rows = _translate_rows(tr, lines, plan.beam)
     log(f"training: {len(train_rows)} rows x {plan.repeats} repeats of {len(train_batches)} batches")
@@ -241,6 +251,7 @@ def run_bench(
         "sentences": len(lines),
         "naive_matches_greedy": same / max(len(lines), 1),
         "rows": [row.as_dict() for row in train_rows + translate_rows],
+        "peaks": {_precision(p): ((flops or 0) / 1e12, source) for p, (flops, source) in peaks.items()},
         "ratios": _ratios(train_rows, translate_rows, amp, plan.beam),
     }
 

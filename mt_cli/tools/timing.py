@@ -37,9 +37,12 @@ class Row:
     tokens: int = 0
     peak_mib: float = math.nan
     outputs: dict[int, list[int]] = field(default_factory=dict)  # translate: input index -> ids
+    flops: float = 0.0  # train: model FLOPs of one repeat (``model.flops``)
+    peak_flops: float | None = None  # train: the device's peak in this precision (``runtime.flops``)
 
     def as_dict(self) -> dict[str, Any]:
         median = statistics.median(self.seconds)
+        achieved = self.flops / median if self.flops else None
         return {
             "task": self.task,
             "impl": self.impl,
@@ -51,6 +54,8 @@ class Row:
             "sentences": self.sentences,
             "sentences_per_s": self.sentences / median if self.sentences else None,
             "peak_mib": self.peak_mib,
+            "tflops": achieved / 1e12 if achieved else None,
+            "mfu": achieved / self.peak_flops if achieved and self.peak_flops else None,
         }
 
 
@@ -127,13 +132,14 @@ def format_report(report: dict[str, Any]) -> list[str]:
         f"{report['sentences']} test2016 sentences x {report['decode_repeats']} timed repeats (medians)",
         "",
         f"{'task':<10}{'implementation':<29}{'prec':<6}{'median s':>10}{'tokens/s':>11}"
-        f"{'sent/s':>9}{'peak MiB':>10}",
+        f"{'sent/s':>9}{'peak MiB':>10}{'MFU':>8}",
     ]
     for r in report["rows"]:
         sent = f"{r['sentences_per_s']:.1f}" if r["sentences_per_s"] else "-"
+        mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "-"
         lines.append(
             f"{r['task']:<10}{r['impl']:<29}{r['precision']:<6}{r['median_s']:>10.3f}"
-            f"{r['tokens_per_s']:>11,.0f}{sent:>9}{r['peak_mib']:>10.1f}"
+            f"{r['tokens_per_s']:>11,.0f}{sent:>9}{r['peak_mib']:>10.1f}{mfu:>8}"
         )
     lines.append("")
     for name, value in report["ratios"].items():
@@ -143,6 +149,10 @@ def format_report(report: dict[str, Any]) -> list[str]:
         "",
         "tokens/s: train = real source+target tokens per forward+backward+AdamW step; "
         "translate = generated tokens (EOS included)",
+        "MFU: model FLOPs (mt_cli/model/flops.py) per second over the peak: "
+        + "; ".join(
+            f"{name} {tflops:.2f} TFLOP/s ({source})" for name, (tflops, source) in report["peaks"].items()
+        ),
         "peak MiB: above what the row held before (weights, optimizer state), on its largest batch; "
         + (
             "CUDA allocated memory"

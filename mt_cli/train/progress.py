@@ -6,7 +6,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,46 @@ class Progress:
     def from_dict(cls, data: dict[str, Any]) -> Progress:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Throughput:
+    """Tokens (all ranks) and model FLOPs (this rank) over a stretch of training, as rates."""
+
+    peak_flops: float | None  # this device's FLOP/s (``runtime.flops``); None: MFU unknown
+    tokens: int = 0
+    flops: float = 0.0
+    start: float = field(default_factory=time.perf_counter)
+
+    def add(self, tokens: int, flops: float) -> None:
+        self.tokens += tokens
+        self.flops += flops
+
+    def seconds(self) -> float:
+        return max(time.perf_counter() - self.start, 1e-9)
+
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds()
+
+    def tflops(self) -> float:
+        """Model TFLOP/s reached by this device."""
+        return self.flops / self.seconds() / 1e12
+
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation: the share of the device's peak spent on the model's FLOPs."""
+        return None if self.peak_flops is None else self.flops / self.seconds() / self.peak_flops
+
+    def as_dict(self) -> dict[str, float]:
+        rates = {"tokens_per_s": self.tokens_per_s(), "tflops": self.tflops()}
+        mfu = self.mfu()
+        return rates if mfu is None else {**rates, "mfu": mfu}
+
+    def describe(self) -> str:
+        """e.g. "8,683 tok/s | 0.17 TFLOP/s | MFU 42.1%"."""
+        mfu = self.mfu()
+        return f"{self.tokens_per_s():,.0f} tok/s | {self.tflops():.2f} TFLOP/s" + (
+            f" | MFU {mfu:.1%}" if mfu is not None else ""
+        )
 
 
 def capture_rng() -> dict[str, Any]:

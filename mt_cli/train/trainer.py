@@ -23,12 +23,14 @@ from mt_cli.data.batch import Batch
 from mt_cli.data.epochs import EpochLoader, epoch_plan
 from mt_cli.data.prepare import TrainingData
 from mt_cli.errors import CheckpointError, RunFailure
+from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters
 from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
 from mt_cli.runtime.distributed import Distributed
+from mt_cli.runtime.flops import peak_flops
 from mt_cli.train.optim import learning_rate, make_optimizer
-from mt_cli.train.progress import MetricsLog, Progress, capture_rng, restore_rng
+from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, restore_rng
 from mt_cli.train.validation import Validator
 
 
@@ -58,6 +60,7 @@ class Trainer:
         self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main)
         self.stop_signal: str | None = None
+        self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)  # this device's, for MFU
         self.ddp = dist.wrap(self.model)  # the model itself when not distributed
         self.forward = torch.compile(self.ddp) if tc.compile else self.ddp
 
@@ -179,17 +182,19 @@ class Trainer:
             + (f"{per_epoch} batches per epoch" if per_epoch else "batches per epoch vary (BPE-dropout)")
             + (f" per rank ({self.dist.world_size} ranks)" if self.dist.world_size > 1 else "")
         )
+        peak = f"{self.peak_flops / 1e12:.2f} TFLOP/s" if self.peak_flops else "unknown"
+        self.log(f"MFU is model FLOPs per second over this device's peak: {peak} ({self.peak_source})")
         clock = time.perf_counter() - p.elapsed  # training time survives resumes
         stop: str | None = None
         while stop is None and p.epoch < tc.max_epochs:
-            stop, rate = self.run_epoch(clock)
+            stop, meter = self.run_epoch(clock)
             if stop is None:
                 p.epoch += 1
                 p.batch_in_epoch = 0
                 if not tc.validate_every_steps:
                     self.validate()
                 p.elapsed = time.perf_counter() - clock
-                self.log_epoch(rate)
+                self.log_epoch(meter)
                 stop = self.should_stop()
         if self.stop_signal is not None:
             self.save_last()
@@ -204,12 +209,11 @@ class Trainer:
         self.log(f"training stopped: {stop or f'reached train.max_epochs={tc.max_epochs}'}")
         return p
 
-    def run_epoch(self, clock: float) -> tuple[str | None, float]:
-        """Train to the end of the epoch or a stop reason; returns it and the epoch's tokens/s."""
+    def run_epoch(self, clock: float) -> tuple[str | None, Throughput]:
+        """Train to the end of the epoch or a stop reason; returns it and the epoch's throughput."""
         tc, p = self.cfg.train, self.progress
         bar = self.progress_bar()
-        epoch_tokens, epoch_start = 0, time.perf_counter()
-        window_tokens, window_start = 0, time.perf_counter()
+        epoch, window = Throughput(self.peak_flops), Throughput(self.peak_flops)
         try:
             for batches in self.epoch_updates():
                 applied_before = p.step
@@ -217,11 +221,12 @@ class Trainer:
                 p.batch_in_epoch += len(batches)
                 p.elapsed = time.perf_counter() - clock
                 tokens = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
-                epoch_tokens, window_tokens = epoch_tokens + tokens, window_tokens + tokens
-                rate = window_tokens / max(time.perf_counter() - window_start, 1e-9)
+                flops = sum(self.flops(b) for b in batches)
+                epoch.add(tokens, flops)
+                window.add(tokens, flops)
                 lr = learning_rate(p.step, tc, self.cfg.model.d_model, self.budget_used())
                 bar.update(len(batches))
-                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}")
+                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{window.tokens_per_s():.0f}")
                 if p.step > applied_before and p.step % tc.log_every_steps == 0:
                     self.metrics.write(
                         "train",
@@ -230,10 +235,10 @@ class Trainer:
                         loss=loss,
                         grad_norm=grad_norm,
                         lr=lr,
-                        tokens_per_s=rate,
+                        **window.as_dict(),
                         elapsed=p.elapsed,
                     )
-                    window_tokens, window_start = 0, time.perf_counter()
+                    window = Throughput(self.peak_flops)
                 if p.step > applied_before and p.step % tc.save_every_steps == 0:
                     self.save_last()
                 if (
@@ -245,10 +250,14 @@ class Trainer:
                     p.elapsed = time.perf_counter() - clock
                 stop = self.should_stop()
                 if stop:
-                    return stop, epoch_tokens / max(time.perf_counter() - epoch_start, 1e-9)
+                    return stop, epoch
         finally:
             bar.close()
-        return None, epoch_tokens / max(time.perf_counter() - epoch_start, 1e-9)
+        return None, epoch
+
+    def flops(self, batch: Batch) -> float:
+        """Model FLOPs of training on ``batch`` (``model.flops``)."""
+        return training_flops(self.cfg.model, self.data.tgt_tok.vocab_size, *batch.sentence_lengths())
 
     def validate(self) -> None:
         p = self.progress
@@ -266,11 +275,11 @@ class Trainer:
         self.dist.barrier()
         self.save_last()
 
-    def log_epoch(self, rate: float) -> None:
+    def log_epoch(self, meter: Throughput) -> None:
         last = self.validator.last_result
         summary = f" | val loss {last.loss:.3f} bleu {last.bleu:.2f}" if last else ""
         self.log(
-            f"epoch {self.progress.epoch} | update {self.progress.step} | {rate:.0f} tok/s"
+            f"epoch {self.progress.epoch} | update {self.progress.step} | {meter.describe()}"
             f" | {self.progress.elapsed / 60:.1f} min{summary}"
         )
 
