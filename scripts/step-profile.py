@@ -25,7 +25,6 @@ run = RunDir(Path(sys.argv[1]))
 dist = Distributed.from_env(torch.device("cpu"))
 torch.manual_seed(cfg.train.seed)
 trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, lambda message: None), dist, print)
-trainer.begin_epoch()
 updates = trainer.epoch_updates()
 groups = [next(updates) for _ in range(50)]
 for group in groups[:10]:

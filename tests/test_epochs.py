@@ -61,7 +61,7 @@ def test_fixed_batches_resume_mid_epoch_and_run_on_into_the_next(
 
 
 def test_dropout_segments_each_epoch_anew_and_keeps_the_text(tiny_corpus: TinyCorpus, monkeypatch) -> None:
-    monkeypatch.setattr(epochs, "POOL_BATCHES", 4)  # several pools even in the tiny corpus
+    monkeypatch.setattr(epochs, "POOL_TOKENS", 4 * 1024)  # several pools even in the tiny corpus
     cfg = tiny("tokenizer.src_bpe_dropout=0.1")
     plan = plan_for(tiny_corpus, cfg)
     assert isinstance(plan, DropoutBatches)
@@ -106,7 +106,7 @@ def test_pairs_that_grow_past_max_len_keep_their_fixed_pieces(tiny_corpus: TinyC
     plan = plan_for(tiny_corpus, cfg)
     corpus = plan.corpus
     (pool,) = plan.units(0)
-    src, tgt = plan.segment(pool)
+    src, tgt = ([flat[j] for j in range(len(flat))] for flat in plan.segment(pool))
     limit = cfg.data.max_len
     assert max(map(len, src)) <= limit + 1 and max(map(len, tgt)) <= limit + 2
     kept_fixed = [j for j, i in enumerate(pool.pairs.tolist()) if src[j][:-1] == corpus.pieces("src", i)]
@@ -117,7 +117,7 @@ def test_pairs_that_grow_past_max_len_keep_their_fixed_pieces(tiny_corpus: TinyC
 
 @pytest.mark.parametrize("world_size", [2, 3])
 def test_dropout_ranks_share_each_pool_equally(tiny_corpus: TinyCorpus, monkeypatch, world_size: int) -> None:
-    monkeypatch.setattr(epochs, "POOL_BATCHES", 4)
+    monkeypatch.setattr(epochs, "POOL_TOKENS", 4 * 1024)
     cfg = tiny("tokenizer.tgt_bpe_dropout=0.1")
     ranks = [
         list(EpochLoader(plan_for(tiny_corpus, cfg, r, world_size), 0, seed=1).batches(2))

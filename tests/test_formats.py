@@ -136,7 +136,13 @@ def test_bad_rows_are_dropped_and_counted(tiny_corpus: TinyCorpus, tmp_path: Pat
     )
     corpus = prepare_corpus(cfg, tiny_corpus.root, tiny_corpus.src_tok, tiny_corpus.tgt_tok, quiet)
     assert len(corpus) == 2
-    assert corpus.manifest["dropped"] == {"undecodable": 1, "empty": 1, "too_long": 0, "ratio": 0, "duplicate": 0}
+    assert corpus.manifest["dropped"] == {
+        "undecodable": 1,
+        "empty": 1,
+        "too_long": 0,
+        "ratio": 0,
+        "duplicate": 0,
+    }
 
 
 def save_hub_dataset(directory: Path) -> Path:

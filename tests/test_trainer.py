@@ -53,7 +53,11 @@ def test_loss_decreases(tiny_config_path, tiny_corpus, tmp_path) -> None:
     losses = train_losses(tmp_path)
     assert len(losses) == 40
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert all(0 < e["mfu"] < 1 and e["tflops"] > 0 for e in logged if e["event"] == "train")
+    assert all(
+        0 < e["mfu"] < 1 and e["tflops"] > 0 and e["data_wait_s"] >= 0
+        for e in logged
+        if e["event"] == "train"
+    )
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
 
 
@@ -319,6 +323,17 @@ def test_compiled_training_checkpoints_load_without_compile(tiny_config_path, ti
     assert not any(key.startswith("_orig_mod.") for key in payload["model"])
     fresh = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "fresh")
     fresh.model.load_state_dict(payload["model"])
+
+
+@pytest.mark.slow
+def test_compiled_training_follows_the_eager_loss_curve(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    # fp32 and no dropout of any kind: compiled kernels may fuse and reorder sums, nothing else.
+    same = ["train.max_steps=12", "model.dropout=0", "model.src_token_dropout=0", "model.tgt_token_dropout=0"]
+    for name, compiled in (("eager", "false"), ("compiled", "true")):
+        make_trainer(tiny_config_path, tiny_corpus, tmp_path / name, *same, f"train.compile={compiled}").fit()
+    eager, compiled = train_losses(tmp_path / "eager"), train_losses(tmp_path / "compiled")
+    assert len(eager) == len(compiled) == 12 and eager[-1] < eager[0] - 0.3
+    assert compiled == pytest.approx(eager, rel=1e-4)
 
 
 def test_closing_test_scores_equal_mt_eval_of_the_same_checkpoint(data_dir, tmp_path) -> None:

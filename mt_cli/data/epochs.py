@@ -8,7 +8,7 @@ not depend on the number of workers, and a resumed epoch gets exactly the batche
 - ``FixedBatches``: one segmentation, the prepared pieces, for every epoch. A unit is one batch
   of the ``TokenBatchSampler`` (length-sorted over the whole corpus).
 - ``DropoutBatches``: BPE-dropout (Provilkov et al. 2020). A unit is a *pool*: a random slice of
-  the corpus worth about ``POOL_BATCHES`` batches, segmented anew from the prepared text, then
+  the corpus of about ``POOL_TOKENS`` tokens, segmented anew from the prepared text, then
   sorted by its new widths and packed to the token budget (OpenNMT-py's pooled bucketing). So no
   epoch starts with a whole-corpus re-encode, and batches are bucketed by the widths they have,
   not the fixed ones (which, under dropout 0.1, doubled the padding).
@@ -35,10 +35,12 @@ from mt_cli.data.sampler import TokenBatchSampler, epoch_seed, equal_shares, len
 from mt_cli.errors import MtError
 from mt_cli.text.tokenizer import Tokenizer
 
-# Batches' worth of tokens segmented and bucketed together under BPE-dropout. Multi30k, dropout
-# 0.1 on both sides: pools of 16 / 64 / 256 batches pad 22% / 11% / 5.4% of each batch (the whole
-# corpus as one pool: 5.6%; without dropout: 4.4%).
-POOL_BATCHES = 256
+# Tokens (fixed pieces) segmented and bucketed together under BPE-dropout. More pairs per pool pack
+# batches tighter: on 0.5M synthetic pairs (scripts/synthetic-corpus.py) at train.max_tokens 4096,
+# pools of 1M / 4M tokens padded 4.5% / 1.6% of each batch, and took 1.9 / 5.7 s to segment on one
+# core. A pool's lists of ids exist only SEGMENT_PAIRS at a time; whole, it is a few flat arrays.
+POOL_TOKENS = 2**22
+SEGMENT_PAIRS = 16_384
 
 
 class EpochPlan(Protocol):
@@ -95,6 +97,19 @@ class Flat:
         offsets = np.zeros(len(sequences) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return cls(np.fromiter((i for ids in sequences for i in ids), np.int32, int(offsets[-1])), offsets)
+
+    @classmethod
+    def concat(cls, parts: list[Flat]) -> Flat:
+        starts = np.cumsum([0] + [len(part.ids) for part in parts[:-1]])
+        offsets = [parts[0].offsets[:1]] + [part.offsets[1:] + start for part, start in zip(parts, starts)]
+        return cls(np.concatenate([part.ids for part in parts]), np.concatenate(offsets))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def widths(self) -> np.ndarray:
+        """(N,) int32: the length of each sequence."""
+        return np.diff(self.offsets).astype(np.int32)
 
     def __getitem__(self, index: int) -> list[int]:
         return self.ids[self.offsets[index] : self.offsets[index + 1]].tolist()
@@ -154,7 +169,7 @@ class DropoutBatches:
         order = torch.randperm(len(self.corpus), generator=generator).numpy()
         src, tgt = self.corpus.widths()
         spent = np.cumsum(src[order] + tgt[order], dtype=np.int64)  # fixed-piece tokens so far
-        size = POOL_BATCHES * self.max_tokens
+        size = POOL_TOKENS
         cuts = np.searchsorted(spent, np.arange(size, int(spent[-1]) - size // 2, size), side="right")
         pools = np.split(order, cuts)  # the last pool takes a remainder of under half a pool
         pool_seed = epoch_seed(self.seed, epoch)
@@ -162,25 +177,30 @@ class DropoutBatches:
 
     def load(self, pool: Pool) -> SegmentedPool:
         src, tgt = self.segment(pool)
-        widths = (
-            np.fromiter(map(len, src), np.int32, len(src)),
-            np.fromiter((len(ids) - 1 for ids in tgt), np.int32, len(tgt)),
-        )
+        widths = src.widths(), tgt.widths() - 1  # as collate pads them: source, decoder input
         packed = length_sorted_batches(np.arange(len(src)), *widths, self.max_tokens)
         batches = equal_shares(packed, self.world_size, self.max_tokens)
         generator = torch.Generator()
         generator.manual_seed(pool.seed)
         order = torch.randperm(len(batches), generator=generator).tolist()[self.rank :: self.world_size]
-        return SegmentedPool(Flat.of(src), Flat.of(tgt), [batches[k] for k in order])
+        return SegmentedPool(src, tgt, [batches[k] for k in order])
 
-    def segment(self, pool: Pool) -> tuple[list[list[int]], list[list[int]]]:
-        """The pool's source and target ids (with specials), segmented with this pool's dropout."""
-        indices = pool.pairs.tolist()
+    def segment(self, pool: Pool) -> tuple[Flat, Flat]:
+        """The pool's source and target ids (with specials), segmented with this pool's dropout,
+        ``SEGMENT_PAIRS`` at a time."""
+        parts = []
+        for k, start in enumerate(range(0, len(pool.pairs), SEGMENT_PAIRS)):
+            indices = pool.pairs[start : start + SEGMENT_PAIRS].tolist()
+            parts.append(tuple(map(Flat.of, self._segment(indices, pool.seed + 2 * k))))
+        src, tgt = zip(*parts, strict=True)
+        return Flat.concat(list(src)), Flat.concat(list(tgt))
+
+    def _segment(self, indices: list[int], seed: int) -> tuple[list[list[int]], list[list[int]]]:
         sides = []
         for k, (side, tok, dropout) in enumerate(zip(SIDES, self.tokenizers, self.dropout, strict=True)):
             if dropout:
                 texts = [self.corpus.text(side, i) for i in indices]
-                sides.append(tok.encode_with_dropout(texts, dropout, pool.seed + k))
+                sides.append(tok.encode_with_dropout(texts, dropout, seed + k))
             else:
                 sides.append([self.corpus.pieces(side, i) for i in indices])
         src, tgt = sides

@@ -40,6 +40,7 @@ class Throughput:
     """Tokens (all ranks) and model FLOPs (this rank) over a stretch of training, as rates."""
 
     peak_flops: float | None  # this device's FLOP/s (``runtime.flops``); None: MFU unknown
+    data_wait_before: float = 0.0  # the trainer's seconds waited for batches when this stretch began
     tokens: int = 0
     flops: float = 0.0
     start: float = field(default_factory=time.perf_counter)
@@ -62,8 +63,14 @@ class Throughput:
         """Model FLOPs utilisation: the share of the device's peak spent on the model's FLOPs."""
         return None if self.peak_flops is None else self.flops / self.seconds() / self.peak_flops
 
-    def as_dict(self) -> dict[str, float]:
-        rates = {"tokens_per_s": self.tokens_per_s(), "tflops": self.tflops()}
+    def as_dict(self, data_wait: float) -> dict[str, float]:
+        """Rates, and the seconds of this stretch spent waiting for batches (``data_wait``: the
+        trainer's running total now)."""
+        rates = {
+            "tokens_per_s": self.tokens_per_s(),
+            "tflops": self.tflops(),
+            "data_wait_s": data_wait - self.data_wait_before,
+        }
         mfu = self.mfu()
         return rates if mfu is None else {**rates, "mfu": mfu}
 

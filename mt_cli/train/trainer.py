@@ -57,6 +57,7 @@ class Trainer:
         tokenizers = (data.src_tok, data.tgt_tok)
         self.plan = epoch_plan(cfg, data.train, tokenizers, dist.rank, dist.world_size)
         self.loader = EpochLoader(self.plan, cfg.data.workers, tc.seed)
+        self.data_wait = 0.0  # seconds the loop has waited for batches
         self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main)
         self.stop_signal: str | None = None
@@ -140,9 +141,16 @@ class Trainer:
 
     # ---- the loop --------------------------------------------------------------------------
     def epoch_updates(self) -> Iterator[list[Batch]]:
-        """The remaining updates of the current epoch, from the saved position in it."""
+        """The remaining updates of the current epoch, from the saved position in it. The seconds
+        spent waiting for batches add up in ``self.data_wait`` (a loader falling behind shows there)."""
         group: list[Batch] = []
-        for batch in self.loader.batches(self.progress.epoch, self.progress.batch_in_epoch):
+        batches = self.loader.batches(self.progress.epoch, self.progress.batch_in_epoch)
+        while True:
+            asked = time.perf_counter()
+            batch = next(batches, None)
+            self.data_wait += time.perf_counter() - asked
+            if batch is None:
+                break
             group.append(batch)
             if len(group) == self.cfg.train.accum_steps:
                 yield group
@@ -213,7 +221,10 @@ class Trainer:
         """Train to the end of the epoch or a stop reason; returns it and the epoch's throughput."""
         tc, p = self.cfg.train, self.progress
         bar = self.progress_bar()
-        epoch, window = Throughput(self.peak_flops), Throughput(self.peak_flops)
+        epoch, window = (
+            Throughput(self.peak_flops, self.data_wait),
+            Throughput(self.peak_flops, self.data_wait),
+        )
         try:
             for batches in self.epoch_updates():
                 applied_before = p.step
@@ -235,10 +246,10 @@ class Trainer:
                         loss=loss,
                         grad_norm=grad_norm,
                         lr=lr,
-                        **window.as_dict(),
+                        **window.as_dict(self.data_wait),
                         elapsed=p.elapsed,
                     )
-                    window = Throughput(self.peak_flops)
+                    window = Throughput(self.peak_flops, self.data_wait)
                 if p.step > applied_before and p.step % tc.save_every_steps == 0:
                     self.save_last()
                 if (
