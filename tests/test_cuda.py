@@ -115,3 +115,29 @@ def test_decoding_on_gpu_matches_cpu() -> None:
     assert on_gpu == on_cpu
     beams = beam_search(model, src.cuda(), src_mask.cuda(), 1, 0.0, 1.5, 5)
     assert [h[0].tokens for h in beams] == on_gpu
+
+
+def test_compiled_training_follows_the_eager_loss_curve_on_the_gpu(
+    tiny_config_path, tiny_corpus, tmp_path
+) -> None:
+    # fp32 (TF32 off, torch's default) and no dropout: only kernel fusion and summation order differ.
+    same = [
+        *FAST_TRAINING,
+        "train.device=cuda",
+        "train.max_steps=12",
+        "model.dropout=0",
+        "model.src_token_dropout=0",
+        "model.tgt_token_dropout=0",
+    ]
+    curves = []
+    for compiled in ("false", "true"):
+        cfg = load_config(tiny_config_path, [*same, f"train.compile={compiled}"])
+        run = RunDir(tmp_path / compiled)
+        run.root.mkdir(parents=True)
+        torch.manual_seed(cfg.train.seed)
+        Trainer(cfg, run, tiny_corpus.training_data(cfg), Distributed(), log=lambda message: None).fit()
+        curves.append(
+            [json.loads(line)["loss"] for line in run.metrics.read_text().splitlines() if '"train"' in line]
+        )
+    eager, compiled_losses = curves
+    assert len(eager) == 12 and compiled_losses == pytest.approx(eager, rel=1e-3)

@@ -49,6 +49,10 @@ class Throughput:
         self.tokens += tokens
         self.flops += flops
 
+    def exclude(self, seconds: float) -> None:
+        """Leave ``seconds`` that just passed (e.g. a validation) out of the rates."""
+        self.start += seconds
+
     def seconds(self) -> float:
         return max(time.perf_counter() - self.start, 1e-9)
 

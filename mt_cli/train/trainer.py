@@ -58,6 +58,7 @@ class Trainer:
         self.plan = epoch_plan(cfg, data.train, tokenizers, dist.rank, dist.world_size)
         self.loader = EpochLoader(self.plan, cfg.data.workers, tc.seed)
         self.data_wait = 0.0  # seconds the loop has waited for batches
+        self.window = Throughput(None)  # the current log interval's throughput (set up by fit)
         self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main)
         self.stop_signal: str | None = None
@@ -193,6 +194,8 @@ class Trainer:
         peak = f"{self.peak_flops / 1e12:.2f} TFLOP/s" if self.peak_flops else "unknown"
         self.log(f"MFU is model FLOPs per second over this device's peak: {peak} ({self.peak_source})")
         clock = time.perf_counter() - p.elapsed  # training time survives resumes
+        # The log interval runs across epoch ends, so a wait for the next epoch's batches shows in it.
+        self.window = Throughput(self.peak_flops, self.data_wait)
         stop: str | None = None
         while stop is None and p.epoch < tc.max_epochs:
             stop, meter = self.run_epoch(clock)
@@ -221,10 +224,7 @@ class Trainer:
         """Train to the end of the epoch or a stop reason; returns it and the epoch's throughput."""
         tc, p = self.cfg.train, self.progress
         bar = self.progress_bar()
-        epoch, window = (
-            Throughput(self.peak_flops, self.data_wait),
-            Throughput(self.peak_flops, self.data_wait),
-        )
+        epoch, window = Throughput(self.peak_flops, self.data_wait), self.window
         try:
             for batches in self.epoch_updates():
                 applied_before = p.step
@@ -249,7 +249,7 @@ class Trainer:
                         **window.as_dict(self.data_wait),
                         elapsed=p.elapsed,
                     )
-                    window = Throughput(self.peak_flops, self.data_wait)
+                    window = self.window = Throughput(self.peak_flops, self.data_wait)
                 if p.step > applied_before and p.step % tc.save_every_steps == 0:
                     self.save_last()
                 if (
@@ -271,7 +271,7 @@ class Trainer:
         return training_flops(self.cfg.model, self.data.tgt_tok.vocab_size, *batch.sentence_lengths())
 
     def validate(self) -> None:
-        p = self.progress
+        started, p = time.perf_counter(), self.progress
         if self.dist.is_main:
             result = self.validator.validate(self.model, p.step)
             improved = result.metric > p.best_metric
@@ -285,6 +285,7 @@ class Trainer:
         p.last_validated_step = p.step
         self.dist.barrier()
         self.save_last()
+        self.window.exclude(time.perf_counter() - started)  # training rates leave validation out
 
     def log_epoch(self, meter: Throughput) -> None:
         last = self.validator.last_result
