@@ -37,7 +37,7 @@ from mt_cli.text.tokenizer import Tokenizer
 
 # Tokens (fixed pieces) segmented and bucketed together under BPE-dropout. More pairs per pool pack
 # batches tighter: on 0.5M synthetic pairs (scripts/synthetic-corpus.py) at train.max_tokens 4096,
-# pools of 1M / 4M tokens padded 4.5% / 1.6% of each batch, and took 1.9 / 5.7 s to segment on one
+# pools of 1M / 4M tokens padded 4.5% / 1.6% of each batch, and took 1.9 / 6.0 s to segment on one
 # core. A pool's lists of ids exist only SEGMENT_PAIRS at a time; whole, it is a few flat arrays.
 POOL_TOKENS = 2**22
 SEGMENT_PAIRS = 16_384
