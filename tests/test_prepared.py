@@ -18,8 +18,9 @@ from mt_cli.config import Config, load_config
 from mt_cli.data.batch import source_ids, target_ids
 from mt_cli.data.corpus import train_pairs
 from mt_cli.data.dataset import encode_pairs, short_enough
+from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.prepare import prepare_corpus, prepared_directory, prepared_recipe
-from mt_cli.data.prepared import MANIFEST, Filtered, PairFilter, PreparedCorpus, write_prepared
+from mt_cli.data.prepared import MANIFEST, PreparedCorpus, write_prepared
 from mt_cli.errors import CheckpointError, DataError
 from mt_cli.files import read_lines
 

@@ -15,13 +15,8 @@ from typing import TYPE_CHECKING
 
 from mt_cli.config import Config
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
-from mt_cli.data.prepared import (
-    Filtered,
-    PairFilter,
-    PreparedCorpus,
-    prepared_key,
-    write_prepared,
-)
+from mt_cli.data.filters import Filtered, PairFilter
+from mt_cli.data.prepared import PreparedCorpus, prepared_key, write_prepared
 from mt_cli.files import batched, file_sha256
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
