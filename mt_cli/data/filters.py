@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -21,13 +21,7 @@ class Filtered:
     duplicate: int = 0  # the same pair (both sides) was kept earlier (data.dedupe)
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "undecodable": self.undecodable,
-            "empty": self.empty,
-            "too_long": self.too_long,
-            "ratio": self.ratio,
-            "duplicate": self.duplicate,
-        }
+        return asdict(self)
 
     def describe(self) -> str:
         """e.g. "not UTF-8 0, empty 0, longer than data.max_len 12, over data.max_length_ratio 0,
