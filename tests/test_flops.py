@@ -50,7 +50,9 @@ def test_the_peak_comes_from_the_datasheet_on_known_gpus_and_is_measured_on_cpus
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Some Future GPU")
     assert peaks.peak_flops(torch.device("cuda"), torch.bfloat16)[0] is None
     monkeypatch.setattr(peaks, "MATMUL_SIZE", 256)
+    peaks.measured_matmul_flops.cache_clear()  # measured here, not taken from an earlier test
     state = torch.get_rng_state()
     flops, source = peaks.peak_flops(torch.device("cpu"), None)
     assert source == "measured matmul peak" and 1e8 < flops < 1e14
     assert torch.equal(torch.get_rng_state(), state)  # training's random stream is left alone
+    peaks.measured_matmul_flops.cache_clear()  # later tests measure at full size again

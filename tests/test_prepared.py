@@ -137,7 +137,7 @@ def test_a_full_disk_is_one_error_and_leaves_nothing(tiny_corpus: TinyCorpus, tm
     def no_space(self, data, lengths):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("mt_cli.data.prepared._Flat.append", no_space)
+    monkeypatch.setattr("mt_cli.data.prepared._FlatFile.append", no_space)
     toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
     with pytest.raises(DataError, match="No space left on device"):
         write_prepared(tmp_path / "p", iter([(["Ein Hund."], ["A dog."])]), *toks, PairFilter(50, None), {})
@@ -153,7 +153,8 @@ def test_duplicates_are_dropped_and_counted_when_asked(tiny_corpus: TinyCorpus, 
         ),
         (["Zwei Katzen.", "Ein Hund", "", "Ein Hund."], ["Two cats.", "A dog.", "", "A dog."]),
     ]
-    corpus = write_prepared(tmp_path / "d", iter(chunks), *toks, keep, {}, dedupe=True)
+    deduped = PairFilter(50, None, dedupe=True)
+    corpus = write_prepared(tmp_path / "d", iter(chunks), *toks, deduped, {})
     texts = [(corpus.text("src", i), corpus.text("tgt", i)) for i in range(len(corpus))]
     # the first of each pair is kept, in corpus order; equal sources with other targets are not duplicates
     assert texts == [

@@ -30,7 +30,7 @@ import torch
 from mt_cli.config import Config
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.dataset import within_max_len
-from mt_cli.data.prepared import SIDES, PreparedCorpus
+from mt_cli.data.prepared import SIDES, Flat, PreparedCorpus
 from mt_cli.data.sampler import TokenBatchSampler, epoch_seed, equal_shares, length_sorted_batches
 from mt_cli.errors import MtError
 from mt_cli.text.tokenizer import Tokenizer
@@ -85,37 +85,6 @@ class FixedBatches:
 
 
 @dataclass(frozen=True)
-class Flat:
-    """Sequences of ids in one array: sequence i is ``ids[offsets[i]:offsets[i + 1]]``."""
-
-    ids: np.ndarray  # int32
-    offsets: np.ndarray  # int64, len + 1
-
-    @classmethod
-    def of(cls, sequences: list[list[int]]) -> Flat:
-        lengths = np.fromiter(map(len, sequences), np.int64, len(sequences))
-        offsets = np.zeros(len(sequences) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls(np.fromiter((i for ids in sequences for i in ids), np.int32, int(offsets[-1])), offsets)
-
-    @classmethod
-    def concat(cls, parts: list[Flat]) -> Flat:
-        starts = np.cumsum([0] + [len(part.ids) for part in parts[:-1]])
-        offsets = [parts[0].offsets[:1]] + [part.offsets[1:] + start for part, start in zip(parts, starts)]
-        return cls(np.concatenate([part.ids for part in parts]), np.concatenate(offsets))
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def widths(self) -> np.ndarray:
-        """(N,) int32: the length of each sequence."""
-        return np.diff(self.offsets).astype(np.int32)
-
-    def __getitem__(self, index: int) -> list[int]:
-        return self.ids[self.offsets[index] : self.offsets[index + 1]].tolist()
-
-
-@dataclass(frozen=True)
 class SegmentedPool:
     """A pool after segmentation, with this rank's batches of it in training order. Iterating
     collates one batch at a time, in the training process: a pool's padded tensors (masks
@@ -164,16 +133,16 @@ class DropoutBatches:
         self.rank, self.world_size = rank, world_size
 
     def units(self, epoch: int) -> list[Pool]:
+        seed = epoch_seed(self.seed, epoch)
         generator = torch.Generator()
-        generator.manual_seed(epoch_seed(self.seed, epoch))
+        generator.manual_seed(seed)
         order = torch.randperm(len(self.corpus), generator=generator).numpy()
         src, tgt = self.corpus.widths()
         spent = np.cumsum(src[order] + tgt[order], dtype=np.int64)  # fixed-piece tokens so far
-        size = POOL_TOKENS
-        cuts = np.searchsorted(spent, np.arange(size, int(spent[-1]) - size // 2, size), side="right")
+        ends = np.arange(POOL_TOKENS, int(spent[-1]) - POOL_TOKENS // 2, POOL_TOKENS)
+        cuts = np.searchsorted(spent, ends, side="right")
         pools = np.split(order, cuts)  # the last pool takes a remainder of under half a pool
-        pool_seed = epoch_seed(self.seed, epoch)
-        return [Pool(epoch_seed(pool_seed, k), pairs) for k, pairs in enumerate(pools)]
+        return [Pool(epoch_seed(seed, k), pairs) for k, pairs in enumerate(pools)]
 
     def load(self, pool: Pool) -> SegmentedPool:
         src, tgt = self.segment(pool)

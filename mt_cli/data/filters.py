@@ -36,10 +36,12 @@ class Filtered:
 @dataclass(frozen=True)
 class PairFilter:
     """fairseq's clean-corpus rules on piece counts: at most ``max_len`` per side, and no side
-    more than ``max_ratio`` times as long as the other (None: no ratio rule)."""
+    more than ``max_ratio`` times as long as the other (None: no ratio rule). With ``dedupe``, a
+    pair equal to one kept earlier goes too (``SeenPairs``, applied after these rules)."""
 
     max_len: int
     max_ratio: float | None
+    dedupe: bool = False
 
     def keep(
         self, src: Sequence[np.ndarray], tgt: Sequence[np.ndarray], texts, counts: Filtered

@@ -100,9 +100,7 @@ def prepare_corpus(
     pairs = batched(train_pairs(cfg.data), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     with tqdm(desc="encode", unit=" pairs", leave=False, disable=None) as bar:
-        corpus = write_prepared(
-            directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update, cfg.data.dedupe
-        )
+        corpus = write_prepared(directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update)
     manifest = corpus.manifest
     dropped = Filtered(**manifest["dropped"]).describe()
     log(f"train: {manifest['read']:,} pairs read, {len(corpus):,} kept; dropped: {dropped}")
@@ -110,7 +108,7 @@ def prepare_corpus(
 
 
 def pair_filter(cfg: Config) -> PairFilter:
-    return PairFilter(cfg.data.max_len, cfg.data.max_length_ratio)
+    return PairFilter(cfg.data.max_len, cfg.data.max_length_ratio, cfg.data.dedupe)
 
 
 def training_data(

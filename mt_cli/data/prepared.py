@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -48,7 +49,43 @@ def prepared_key(recipe: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-class _Flat:
+@dataclass(frozen=True)
+class Flat:
+    """Sequences of ids in one array: sequence i is ``ids[offsets[i]:offsets[i + 1]]``."""
+
+    ids: np.ndarray
+    offsets: np.ndarray  # int64, len + 1
+
+    @classmethod
+    def of(cls, sequences: Sequence[list[int]], dtype: np.dtype | type = np.int32) -> Flat:
+        offsets = offsets_of(np.fromiter(map(len, sequences), np.int64, len(sequences)))
+        return cls(np.fromiter((i for ids in sequences for i in ids), dtype, int(offsets[-1])), offsets)
+
+    @classmethod
+    def concat(cls, parts: list[Flat]) -> Flat:
+        starts = np.cumsum([0] + [len(part.ids) for part in parts[:-1]])
+        offsets = [parts[0].offsets[:1]] + [part.offsets[1:] + start for part, start in zip(parts, starts)]
+        return cls(np.concatenate([part.ids for part in parts]), np.concatenate(offsets))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def widths(self) -> np.ndarray:
+        """(N,) int32: the length of each sequence."""
+        return np.diff(self.offsets).astype(np.int32)
+
+    def __getitem__(self, index: int) -> list[int]:
+        return self.ids[self.offsets[index] : self.offsets[index + 1]].tolist()
+
+
+def offsets_of(lengths: np.ndarray) -> np.ndarray:
+    """(N + 1,) int64: where each of N items of these lengths starts, one after another, and the end."""
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+class _FlatFile:
     """A flat file of items appended one after another, and the length of every item."""
 
     def __init__(self, path: Path) -> None:
@@ -66,10 +103,7 @@ class _Flat:
 
     def offsets(self) -> np.ndarray:
         """(items + 1,) int64: where each item starts, and the end of the last."""
-        lengths = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
-        offsets = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return offsets
+        return offsets_of(np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64))
 
 
 class _Side:
@@ -77,13 +111,12 @@ class _Side:
 
     def __init__(self, staging: Path, side: str, dtype: np.dtype) -> None:
         self.dtype = dtype
-        self.tokens = _Flat(staging / f"{side}.tokens")
-        self.text = _Flat(staging / f"{side}.text")
+        self.tokens = _FlatFile(staging / f"{side}.tokens")
+        self.text = _FlatFile(staging / f"{side}.text")
 
     def append(self, pieces: Sequence[list[int]], lines: Sequence[str]) -> None:
-        lengths = np.fromiter((len(ids) for ids in pieces), np.int64, len(pieces))
-        ids = np.fromiter((i for ids in pieces for i in ids), self.dtype, int(lengths.sum()))
-        self.tokens.append(ids.tobytes(), lengths)
+        flat = Flat.of(pieces, self.dtype)
+        self.tokens.append(flat.ids.tobytes(), np.diff(flat.offsets))
         encoded = [line.encode("utf-8") for line in lines]
         self.text.append(b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(encoded)))
 
@@ -100,13 +133,11 @@ def write_prepared(
     keep: PairFilter,
     recipe: dict[str, Any],
     progress: Callable[[int], None] = lambda pairs: None,
-    dedupe: bool = False,
 ) -> PreparedCorpus:
     """Encode ``chunks`` of text pairs (SentencePiece encodes each chunk on every core), filter,
     and write the arrays and manifest under a temporary name; rename to ``directory`` when whole.
 
-    ``progress(n)`` is called with the number of pairs read after each chunk. With ``dedupe`` a
-    pair equal to one kept before is dropped too (the other filters count first).
+    ``progress(n)`` is called with the number of pairs read after each chunk.
     """
     directory.parent.mkdir(parents=True, exist_ok=True)
     dropped, read, seen = Filtered(), 0, SeenPairs()
@@ -120,7 +151,7 @@ def write_prepared(
                 for src_text, tgt_text in chunks:
                     src, tgt = src_tok.encode(encodable(src_text)), tgt_tok.encode(encodable(tgt_text))
                     kept = keep.keep(src, tgt, zip(src_text, tgt_text, strict=True), dropped).nonzero()[0]
-                    if dedupe:
+                    if keep.dedupe:
                         unique = seen.first_seen([(src_text[i], tgt_text[i]) for i in kept])
                         dropped.duplicate += int((~unique).sum())
                         kept = kept[unique]

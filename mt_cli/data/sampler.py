@@ -105,10 +105,6 @@ class TokenBatchSampler:
             self._cache = (self.epoch, self._build(self.epoch))
         return self._cache[1]
 
-    def global_batches(self) -> list[list[int]]:
-        """This epoch's batches for all ranks, in order (rank r takes every W-th from r)."""
-        return [batch.tolist() for batch in self._epoch_batches()]
-
     def rank_batches(self) -> list[np.ndarray]:
         """This rank's batches of the epoch, as index arrays."""
         return self._epoch_batches()[self.rank :: self.world_size]

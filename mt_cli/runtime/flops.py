@@ -8,6 +8,7 @@ machine. MFU on a CPU is therefore against what its matmuls reach, not a marketi
 
 from __future__ import annotations
 
+import functools
 import time
 
 import torch
@@ -37,6 +38,7 @@ def peak_flops(device: torch.device, dtype: torch.dtype | None) -> tuple[float |
     return measured_matmul_flops(device, dtype), "measured matmul peak"
 
 
+@functools.cache  # a second of matmuls, once per process and precision
 def measured_matmul_flops(device: torch.device, dtype: torch.dtype | None, seconds: float = 1.0) -> float:
     """The best FLOP/s of (MATMUL_SIZE)^2 matrix products in ``dtype`` (None: fp32), repeated for
     ``seconds`` and at least 10 times: on a shared machine one product in a few is slowed down

@@ -66,15 +66,13 @@ def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] =
 def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]:
     """``mt prepare``: train or reuse both tokenizers on a sample of the training pairs, write or
     reuse the prepared corpus, and report on both."""
-    from mt_cli.data.corpus import load_corpus
-
     run = RunDir(run_dir)
     _check_directory(run)
     with _removed_on_failure(run, enabled=True):
         sample = tokenizer_sample(cfg)
         src_tok, tgt_tok = _tokenizers(cfg, run, lambda: sample, Distributed(), log)
         prepared = prepare_corpus(cfg, run.root, src_tok, tgt_tok, log)
-    evaluation = load_corpus(cfg.data, ["val", cfg.data.test_split])
+    evaluation = load_eval_splits(cfg, log=lambda message: None)  # the report says the counts
     sections = {
         "train": sample,  # the tokenizers' sample: all of train when it is small
         **{name: (split["src"], split["tgt"]) for name, split in evaluation.items()},
