@@ -8,9 +8,10 @@ import-linter, the contracts in pyproject.toml):
     train                    the run directory around the loop, the AMP loop, validation, schedule
     decode                   search, the translator (lines in, lines out), sacreBLEU scoring
     model | data             the network and its loss | corpus -> encoded pairs -> batches
-    text | checkpoint        the SentencePiece models | the run directory's files and checkpoints
+    text | checkpoint        the SentencePiece models | saving, loading and averaging checkpoints
     config | runtime         recipes and a trained model's card | device, precision, DDP
-    rules | schema | files | resources    config checks, strict YAML, atomic files, shipped files
+    rules | schema | files | resources | layout
+                             config checks, strict YAML, atomic files, shipped files, file names
     specials | errors        the special token ids | errors a person can fix
 
 Two rules beyond the layers: ``model`` never imports ``text``, ``data`` or sentencepiece (it

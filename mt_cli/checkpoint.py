@@ -1,4 +1,4 @@
-"""The run directory and its checkpoints: atomic saves, safe loads.
+"""Checkpoints: atomic saves, safe loads, averaging (their names in a run: ``layout.RunDir``).
 
 A checkpoint is data, never code: loads use ``torch.load(weights_only=True)``. Every write goes
 to a temporary file in the same directory and is renamed into place, so a crash or Ctrl-C in
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pickle
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,66 +17,6 @@ import torch
 from mt_cli.config import ModelCard, card_from_config_dict, card_from_dict
 from mt_cli.errors import CheckpointError, ConfigError
 from mt_cli.files import atomic_write_bytes
-
-
-class _InRun:
-    """A file or folder at a fixed place inside the run directory (docs/reference.md lists them)."""
-
-    def __init__(self, relative: str) -> None:
-        self.relative = relative
-
-    def __get__(self, run: RunDir, owner: type) -> Path:
-        return run.root / self.relative
-
-
-@dataclass(frozen=True)
-class RunDir:
-    root: Path
-
-    config = _InRun("config.yaml")
-    log = _InRun("train.log")
-    metrics = _InRun("metrics.jsonl")
-    test_scores = _InRun("test.json")
-    checkpoints = _InRun("checkpoints")
-    last = _InRun("checkpoints/last.pt")
-    best = _InRun("checkpoints/best.pt")
-
-    def previous_training(self) -> list[Path]:
-        """What an earlier training left here; tokenizers and config.yaml (from `mt prepare`) do not count."""
-        return ([self.metrics] if self.metrics.exists() else []) + sorted(self.checkpoints.glob("*.pt"))
-
-    def step_checkpoint(self, step: int) -> Path:
-        return self.checkpoints / f"step{step:07d}.pt"
-
-    def find_checkpoint(self, checkpoint: str | None) -> Path:
-        """``None`` means best.pt; a bare name like ``last`` or ``step0001000`` is looked up in the run.
-
-        A checkpoint that is not there is a CheckpointError that lists the ones that are.
-        """
-        if checkpoint is None:
-            path = self.best
-        elif (
-            Path(checkpoint).exists()
-            or Path(checkpoint).suffix == ".pt"
-            and Path(checkpoint).parent != Path(".")
-        ):
-            return Path(checkpoint)
-        else:
-            path = self.checkpoints / (checkpoint if checkpoint.endswith(".pt") else f"{checkpoint}.pt")
-        if not path.exists():
-            names = ", ".join(p.stem for p in sorted(self.checkpoints.glob("*.pt"))) or "none"
-            if checkpoint is not None:
-                hint = "; give one of those names or a checkpoint file"
-            elif self.last.exists():
-                hint = f"; use --checkpoint last, or resume with `mt train --run {self.root} --resume`"
-            else:
-                hint = f"; train it with `mt train --run {self.root}`"
-            raise CheckpointError(f"{path} does not exist (checkpoints in {self.checkpoints}: {names}){hint}")
-        return path
-
-    def step_checkpoints(self) -> list[Path]:
-        """Validation checkpoints kept for averaging, oldest first."""
-        return sorted(self.checkpoints.glob("step*.pt"))
 
 
 def save_checkpoint(payload: dict[str, Any], path: Path) -> None:
@@ -91,8 +30,12 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
         raise CheckpointError(
             f"checkpoint {path} does not exist; train a model with `mt train --config configs/multi30k.yaml`"
         )
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a directory; give a checkpoint file (.pt)")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
+    except OSError as err:
+        raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror or err}") from None
     except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise CheckpointError(
@@ -100,6 +43,13 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
         ) from None
     if not isinstance(payload, dict) or "model" not in payload or not {"card", "config"} & payload.keys():
         raise CheckpointError(f"checkpoint {path} is not an mt checkpoint (no model weights and card)")
+    weights = payload["model"]
+    if not isinstance(weights, dict) or not all(
+        isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in weights.items()
+    ):
+        raise CheckpointError(
+            f"checkpoint {path} is not an mt checkpoint (its model entry is not a set of named weights)"
+        )
     return payload
 
 

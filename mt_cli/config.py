@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 
 from mt_cli.errors import ConfigError
+from mt_cli.layout import tokenizer_file
 from mt_cli.rules import check_data, check_decode, check_model, check_recipe
 from mt_cli.schema import apply_override, build
 
@@ -105,6 +106,7 @@ class TrainConfig:
     save_every_steps: int = 500
     log_every_steps: int = 100
     max_bad_steps: int = 10  # consecutive non-finite losses before the run stops
+    tensorboard: bool = False  # also write the metrics to RUN/tensorboard/ (the tensorboard extra)
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ class ModelCard:
     @classmethod
     def of(cls, cfg: Config) -> ModelCard:
         langs = (cfg.data.src_lang, cfg.data.tgt_lang)
-        return cls(cfg.model, cfg.data, cfg.decode, *(f"spm.{lang}.model" for lang in langs))
+        return cls(cfg.model, cfg.data, cfg.decode, *(tokenizer_file(lang) for lang in langs))
 
 
 def card_from_dict(raw: dict[str, Any]) -> ModelCard:

@@ -37,3 +37,7 @@ class RunFailure(MtError):
     """The work itself failed although the command was valid (training diverged, a disk filled up)."""
 
     exit_code: ClassVar[int] = EXIT_FAILURE
+
+
+class TrainingError(RunFailure):
+    """Training cannot go on (e.g. the loss stayed non-finite)."""

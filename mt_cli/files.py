@@ -8,8 +8,10 @@ checked before any work starts, so a typo in ``--output`` costs nothing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
+import io
 import itertools
 import json
 import os
@@ -20,9 +22,33 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from mt_cli.errors import DataError, InputError
+from mt_cli.errors import DataError, InputError, RunFailure
 
 READABLE = 0o644
+# What a failed write says, by errno; anything else gives the system's own words.
+_WRITE_REASONS = {
+    errno.ENOSPC: "the disk is full; free some space",
+    errno.EDQUOT: "the disk quota is used up; free some space",
+    errno.EROFS: "the file system is read-only; write somewhere else",
+    errno.EACCES: "permission denied; write somewhere else",
+    errno.EPERM: "operation not permitted; write somewhere else",
+    errno.EFBIG: "the file grew too large for the file system or this process's limit (ulimit -f)",
+}
+
+
+def write_failure(path: Path, err: OSError) -> RunFailure:
+    """The one-line error for a write to ``path`` that failed midway (exit 3: the machine's fault)."""
+    reason = _WRITE_REASONS.get(err.errno, err.strerror or str(err))
+    return RunFailure(f"cannot write {path}: {reason}, then run the command again")
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an OSError while writing ``path`` (a file or a directory tree) into ``write_failure``."""
+    try:
+        yield
+    except OSError as err:
+        raise write_failure(path, err) from None
 
 
 def _temporary_next_to(path: Path) -> tuple[int, str]:
@@ -33,27 +59,63 @@ def _temporary_next_to(path: Path) -> tuple[int, str]:
 @contextlib.contextmanager
 def temporary_directory_next_to(path: Path) -> Iterator[Path]:
     """A new hidden directory beside ``path``, removed on leaving unless renamed away: build a
-    directory inside it and rename it to ``path`` last, so ``path`` is whole or absent."""
-    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
-    try:
-        yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    directory inside it and rename it to ``path`` last, so ``path`` is whole or absent.
+
+    An OSError inside (a full disk, a read-only place) is ``write_failure`` naming ``path``.
+    """
+    with writing(path):
+        staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+        try:
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+class _RecordedWrites:
+    """A binary file that remembers the OSError of a failed write: writers such as ``torch.save``
+    catch it and raise their own RuntimeError ("enforce fail at inline_container.cc"), which
+    would hide that the disk was full."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle, self.error = handle, None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.handle.write(data)
+        except OSError as err:
+            self.error = err
+            raise
+
+    def __getattr__(self, name: str) -> Any:  # seek, tell, flush, ...: the file's own
+        return getattr(self.handle, name)
 
 
 def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], Any]) -> None:
-    """Call ``write(file)`` on a temporary file next to ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temporary_next_to(path)
+    """Call ``write(file)`` on a temporary file next to ``path``, then rename it into place.
+
+    A failed write (disk full, read-only, too large) is a RunFailure naming ``path``; the
+    temporary file is removed and an earlier ``path`` stays as it was.
+    """
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _temporary_next_to(path)
         with os.fdopen(fd, "wb") as handle:
-            write(handle)
+            recorded = _RecordedWrites(handle)
+            try:
+                write(recorded)  # type: ignore[arg-type]
+            except Exception:
+                if recorded.error is not None:  # whatever the writer made of it, the write failed
+                    raise recorded.error from None
+                raise
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, READABLE)  # mkstemp makes it private; the files mt writes are shared results
         os.replace(tmp, path)
+    except OSError as err:
+        raise write_failure(path, err) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -78,8 +140,13 @@ def check_output_path(path: Path, option: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"{option} {path}: directory {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"{option} {path}: directory {parent} is not writable")
+    try:  # access() says yes to root even where nothing can be made (a read-only mount, /sys): try it
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as err:
+        raise InputError(
+            f"{option} {path}: directory {parent} is not writable ({err.strerror or err}); write elsewhere"
+        ) from None
 
 
 def check_input_file(path: Path, option: str) -> None:
@@ -100,24 +167,31 @@ class AtomicTextOutput:
     def __init__(self, path: Path, option: str = "--output") -> None:
         check_output_path(path, option)
         self.path = path
-        fd, self.tmp = _temporary_next_to(path)
+        with writing(path):
+            fd, self.tmp = _temporary_next_to(path)
         self.handle: IO[str] = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
     def write(self, text: str) -> None:
-        self.handle.write(text)
+        with writing(self.path):
+            self.handle.write(text)
 
     def flush(self) -> None:
-        self.handle.flush()
+        with writing(self.path):
+            self.handle.flush()
 
     def commit(self) -> None:
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
-        self.handle.close()
-        os.replace(self.tmp, self.path)
+        with writing(self.path):
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            os.replace(self.tmp, self.path)
 
     def discard(self) -> None:
         if not self.handle.closed:
-            self.handle.close()
+            # Closing flushes what is buffered; after a failed write that fails again, and the
+            # file is removed anyway (the handle is closed all the same).
+            with contextlib.suppress(OSError):
+                self.handle.close()
         if os.path.exists(self.tmp):
             os.unlink(self.tmp)
 
@@ -130,15 +204,67 @@ def check_readable_file(path: Path) -> None:
         raise DataError(f"{path} does not exist")
 
 
+def read_failure(path: Path, err: OSError | EOFError | zlib.error) -> DataError:
+    """The one-line error for a file that could not be read to its end (exit 2: fix the file)."""
+    if isinstance(err, gzip.BadGzipFile) and str(err).startswith("Not a gzipped file"):
+        return DataError(f"{path} is not gzip-compressed ({err}); if it is plain text, drop the .gz ending")
+    if isinstance(err, EOFError):
+        return DataError(f"{path} is truncated (the compressed data ends early); copy it again")
+    if isinstance(err, (gzip.BadGzipFile, zlib.error)):  # a bad CRC or length, a damaged stream
+        return DataError(f"{path} is damaged ({err}); copy it again")
+    return DataError(f"cannot read {path}: {err.strerror or err}")
+
+
+class _CheckedReader(io.BufferedIOBase):
+    """A binary file whose every read turns a damaged or truncated file into ``read_failure``.
+
+    gzip reports damage only when the damaged part is read, as BadGzipFile, EOFError or
+    zlib.error: every reader of a file (lines, blocks, iteration) goes through here instead of
+    catching those itself.
+    """
+
+    # try/except in each method, not a shared context manager: readline runs once per corpus line.
+    def __init__(self, raw: BinaryIO, path: Path) -> None:
+        super().__init__()
+        self.raw, self.path = raw, path
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            return self.raw.read(size)
+        except (OSError, EOFError, zlib.error) as err:
+            raise read_failure(self.path, err) from None
+
+    def read1(self, size: int = -1) -> bytes:
+        try:
+            return self.raw.read1(size)  # type: ignore[attr-defined]
+        except (OSError, EOFError, zlib.error) as err:
+            raise read_failure(self.path, err) from None
+
+    def readline(self, size: int | None = -1) -> bytes:
+        try:
+            return self.raw.readline(size)
+        except (OSError, EOFError, zlib.error) as err:
+            raise read_failure(self.path, err) from None
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
 def open_bytes(path: Path) -> BinaryIO:
-    """``path`` for reading bytes, decompressed if its name ends in .gz; DataError if it cannot be."""
+    """``path`` for reading bytes, decompressed if its name ends in .gz; DataError if it cannot be
+    opened or read (``read_failure``), at whatever point the damage is met."""
     check_readable_file(path)
     try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+        raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
         raise DataError(f"{path} does not exist") from None
     except OSError as err:
-        raise DataError(f"cannot read {path}: {err.strerror or err}") from None
+        raise read_failure(path, err) from None
+    return _CheckedReader(raw, path)  # type: ignore[return-value]
 
 
 def read_lines(path: str | Path) -> list[str]:
@@ -149,10 +275,7 @@ def read_lines(path: str | Path) -> list[str]:
     """
     path = Path(path)
     with open_bytes(path) as handle:
-        try:
-            raw = handle.read()
-        except (OSError, EOFError, zlib.error) as err:
-            raise DataError(f"cannot read {path}: {err}") from None
+        raw = handle.read()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -216,6 +339,6 @@ def count_lines(path: Path) -> int | None:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 count += block.count(b"\n")
                 last = block[-1:]
-    except (DataError, OSError, EOFError, zlib.error):
+    except DataError:
         return None
     return count + (last != b"\n")

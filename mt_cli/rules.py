@@ -3,7 +3,9 @@
 A recipe passes all of them when it loads (``config.load_config``); a trained model's card
 (``config.ModelCard``) passes those of the sections inference reads (data, model, decode), so a
 training section that a later version of mt would reject does not stop a model from translating.
-Nothing else in mt re-checks these; code below the config trusts them.
+Code below the config trusts these. What depends on the machine or on files is checked where
+that is known, before any work: the device and precision (``runtime.device``), an installed
+extra (``train.progress``), what an export format supports (``export``).
 """
 
 from __future__ import annotations

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from mt_cli.decode.ctranslate2 import CARD_FILE, CTranslate2Engine
+from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.engine import output_limit
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
 from mt_cli.export.ctranslate2 import POSITIONS, Quantization, export_ctranslate2
 from mt_cli.export.runs import ctranslate2_model_dir
 from mt_cli.files import read_lines
+from mt_cli.layout import ExportFiles
 from mt_cli.model.transformer import build_model
 from mt_cli.resources import SHIPPED_MULTI30K
 
@@ -62,7 +63,7 @@ def test_float32_beam_search_equals_mt(fp32: Translator, exported: Path, sentenc
 
 
 def test_the_export_is_a_complete_model(fp32: Translator, exported: Path) -> None:
-    card = json.loads((exported / CARD_FILE).read_text())
+    card = json.loads((exported / ExportFiles.CARD).read_text())
     assert card["data"]["src_lang"] == "de" and card["decode"] == dataclasses.asdict(fp32.card.decode)
     config = json.loads((exported / "config.json").read_text())
     assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-5

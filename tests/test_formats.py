@@ -50,6 +50,36 @@ def test_tsv_with_a_header_without_one_and_gzipped(tmp_path: Path) -> None:
     assert list(table_pairs([positional], ["0", "1"])) == list(zip(DE, EN, strict=True))
 
 
+def test_a_byte_order_mark_is_neither_in_the_header_nor_in_the_first_sentence(tmp_path: Path) -> None:
+    bom = "\ufeff".encode()
+    named = write_tsv(tmp_path / "named.tsv", [["de", "en"], *[[d, e] for d, e in zip(DE, EN, strict=True)]])
+    positional = write_tsv(tmp_path / "positional.tsv.gz", [[d, e] for d, e in zip(DE, EN, strict=True)])
+    positional.write_bytes(gzip.compress(bom + gzip.decompress(positional.read_bytes())))
+    jsonl = write_jsonl(tmp_path / "a.jsonl", translation_records(DE, EN))
+    for path in (named, jsonl):
+        path.write_bytes(bom + path.read_bytes())
+    assert list(table_pairs([named], ["de", "en"])) == list(zip(DE, EN, strict=True))
+    assert list(table_pairs([positional], ["0", "1"])) == list(zip(DE, EN, strict=True))
+    assert list(table_pairs([jsonl], ["translation.de", "translation.en"])) == list(zip(DE, EN, strict=True))
+    assert (
+        list(table_pairs([named, named], ["de", "en"])) == list(zip(DE, EN, strict=True)) * 2
+    )  # each file's
+
+
+def test_a_damaged_table_is_one_line_naming_it(tmp_path: Path) -> None:
+    tsv = write_tsv(tmp_path / "a.tsv.gz", [[d, e] for d, e in zip(DE * 500, EN * 500, strict=True)])
+    tsv.write_bytes(tsv.read_bytes()[:-12])
+    with pytest.raises(DataError, match=f"^{tsv} is truncated"):
+        list(table_pairs([tsv], ["0", "1"]))
+    parquet = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"de": DE * 1000, "en": EN * 1000}), parquet, compression="none")
+    data = bytearray(parquet.read_bytes())
+    data[100:400] = bytes(300)  # the first data page: the footer (and so the schema) stays readable
+    parquet.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=f"^{parquet} is damaged"):
+        list(table_pairs([parquet], ["de", "en"]))
+
+
 def test_jsonl_and_parquet_with_nested_fields(tmp_path: Path) -> None:
     jsonl = write_jsonl(tmp_path / "a.jsonl", translation_records(DE, EN))
     parquet = tmp_path / "b.parquet"

@@ -21,7 +21,7 @@ from mt_cli.data.dataset import encode_pairs, short_enough
 from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.prepare import prepare_corpus, prepared_directory, prepared_recipe
 from mt_cli.data.prepared import MANIFEST, PreparedCorpus, write_prepared
-from mt_cli.errors import CheckpointError, DataError
+from mt_cli.errors import CheckpointError, DataError, RunFailure
 from mt_cli.files import read_lines
 
 
@@ -139,7 +139,7 @@ def test_a_full_disk_is_one_error_and_leaves_nothing(tiny_corpus: TinyCorpus, tm
 
     monkeypatch.setattr("mt_cli.data.prepared._FlatFile.append", no_space)
     toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
-    with pytest.raises(DataError, match="No space left on device"):
+    with pytest.raises(RunFailure, match=f"^cannot write {tmp_path / 'p'}: the disk is full; free"):
         write_prepared(tmp_path / "p", iter([(["Ein Hund."], ["A dog."])]), *toks, PairFilter(50, None), {})
     assert list(tmp_path.iterdir()) == []
 

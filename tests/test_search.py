@@ -13,6 +13,7 @@ from mt_cli.decode.search import (
     greedy_search,
     length_penalty,
     max_output_lengths,
+    one_per_row,
 )
 from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.specials import BOS_ID, EOS_ID
@@ -77,6 +78,23 @@ def test_batching_does_not_change_greedy_output() -> None:
     together = greedy_search(model, src, src_mask, 1.0, 6)
     alone = [greedy_search(model, *pad_sources([s]), 1.0, 6)[0] for s in sources]
     assert together == alone
+
+
+def test_scored_greedy_path_has_the_beam_one_scores() -> None:
+    # one_per_row (greedy, sampling) sums each chosen token's log-probability, EOS included,
+    # forced EOS at the length limit too, as beam search does.
+    model = random_model(4)
+    sources = random_sources(12, seed=5)
+    src, src_mask = pad_sources(sources)
+
+    def argmax(logits: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        return logits.argmax(-1)
+
+    tokens, scores = one_per_row(model, src, src_mask, 0.5, 2, argmax, scored=True)
+    beam = beam_search(model, src, src_mask, 1, 0.0, 0.5, 2)
+    assert tokens == [h[0].tokens for h in beam] == greedy_search(model, src, src_mask, 0.5, 2)
+    assert scores == pytest.approx([h[0].score for h in beam], abs=1e-5)
+    assert one_per_row(model, src, src_mask, 0.5, 2, argmax)[1] == [0.0] * 12  # not asked: not computed
 
 
 def test_output_length_limit() -> None:

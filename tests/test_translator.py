@@ -191,7 +191,8 @@ def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: 
 
 
 def test_average_command(trained_run: Path, tmp_path: Path) -> None:
-    from mt_cli.checkpoint import RunDir, load_checkpoint
+    from mt_cli.checkpoint import load_checkpoint
+    from mt_cli.layout import RunDir
 
     kept = RunDir(trained_run).step_checkpoints()[-2:]
     output = tmp_path / "avg.pt"

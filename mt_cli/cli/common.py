@@ -12,12 +12,13 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
+from typer.models import OptionInfo
 
 from mt_cli.config import Config
-from mt_cli.errors import EXIT_INTERRUPTED, MtError
+from mt_cli.errors import EXIT_INTERRUPTED, InputError, MtError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -95,6 +96,7 @@ def user_errors(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
+            _check_text_arguments(command, kwargs)
             return command(*args, **kwargs)
         except MtError as err:
             fail(str(err), err.exit_code)
@@ -106,6 +108,42 @@ def user_errors(command: F) -> F:
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _check_text_arguments(command: Callable, arguments: dict[str, Any]) -> None:
+    """InputError for a text argument that is not UTF-8.
+
+    Python hands such bytes of the command line over as lone surrogates ("\\udcff" for 0xff),
+    which SentencePiece, YAML and JSON all refuse with a traceback. Path options arrive as Path
+    objects and a value naming an existing file is a path too (``--config FILE``): the file
+    system takes any bytes.
+    """
+    for name, value in arguments.items():
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str) or os.path.exists(text):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as err:
+                byte = ord(text[err.start]) - 0xDC00  # surrogateescape: U+DC80..U+DCFF hold bytes 0x80..0xff
+                shown = f"byte 0x{byte:02x}" if 0x80 <= byte <= 0xFF else "a lone surrogate"
+                raise InputError(
+                    f"{_argument_label(command, name)} is not UTF-8 text ({shown} at character "
+                    f"{err.start + 1}); pass UTF-8 (a UTF-8 locale, or convert with iconv -t UTF-8)"
+                ) from None
+
+
+def _argument_label(command: Callable, name: str) -> str:
+    """How a person typed the parameter ``name`` of ``command``: its long option, or TEXT for an argument."""
+    try:
+        hint = get_type_hints(command, include_extras=True).get(name)
+    except NameError:  # a hint that names a type imported for type checking only
+        hint = None
+    for info in getattr(hint, "__metadata__", ()):
+        if isinstance(info, OptionInfo):
+            flags = [d for d in (info.default, *info.param_decls) if isinstance(d, str) and d.startswith("-")]
+            return next((flag for flag in flags if flag.startswith("--")), f"--{name.replace('_', '-')}")
+    return f"the argument {name.upper()}"
 
 
 def run_from(positional: Path | None, option: Path) -> Path:

@@ -4,11 +4,13 @@ Translate package, for use outside mt."""
 from __future__ import annotations
 
 import enum
+from contextlib import nullcontext
 from pathlib import Path
 
 import typer
 
 from mt_cli.cli.common import DEFAULT_RUN, CheckpointOption, RunOption, log, option, user_errors
+from mt_cli.errors import CheckpointError
 from mt_cli.export.quantization import Quantization
 
 
@@ -40,24 +42,36 @@ def export(
 ) -> None:
     """Export a trained run for CTranslate2, Hugging Face transformers or Argos Translate / LibreTranslate.
 
-    Exit codes: 2 for a bad run, output or option; the run itself is never changed.
+    Exit codes: 2 for a bad run, output or option, or a run another mt command is writing; 3 if
+    the output cannot be written midway (disk full). Only the output is written: no checkpoint changes.
     """
-    from mt_cli.decode.translator import Translator
-    from mt_cli.files import check_output_path
+    from mt_cli.files import check_output_path, writing
+    from mt_cli.layout import RunDir
+    from mt_cli.runlock import RunLock, writes_into
 
+    rundir = RunDir(run)
+    if not rundir.root.is_dir():  # before anything is made: a typo in --run creates nothing
+        raise CheckpointError(f"run directory {run} does not exist; train one with `mt train --run {run}`")
+    rundir.find_checkpoint(checkpoint)
     target = output if output is not None else _default_output(run, export_format, quantization)
-    check_output_path(target, "--output")
-    translator = Translator.from_run(run, checkpoint, "cpu", amp="off")
-    written = _write(export_format, translator, target, quantization)
+    # Writing into the run (its exports/ by default) takes the run's lock, as training does.
+    with RunLock(rundir.lock, "export") if writes_into(run, target) else nullcontext():
+        if output is None:
+            with writing(target.parent):
+                target.parent.mkdir(exist_ok=True)
+        check_output_path(target, "--output")
+        from mt_cli.decode.translator import Translator  # torch: only once the paths are known good
+
+        translator = Translator.from_run(run, checkpoint, "cpu", amp="off")
+        written = _write(export_format, translator, target, quantization)
     log(f"{export_format.value} export of {translator.checkpoint} written to {written}")
     typer.echo(str(written))
 
 
 def _default_output(run: Path, export_format: ExportFormat, quantization: Quantization) -> Path:
-    from mt_cli.export.runs import EXPORTS
+    from mt_cli.layout import RunDir
 
-    exports = run / EXPORTS
-    exports.mkdir(parents=True, exist_ok=True)
+    exports = RunDir(run).exports
     if export_format is ExportFormat.HUGGINGFACE:
         return exports / "huggingface"
     if export_format is ExportFormat.ARGOS:  # a file, named as Argos's tools expect

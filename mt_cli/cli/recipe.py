@@ -18,6 +18,7 @@ from mt_cli.cli.common import (
 )
 from mt_cli.config import Config, load_config
 from mt_cli.errors import EXIT_INTERRUPTED, CheckpointError
+from mt_cli.layout import RunDir
 
 
 @user_errors
@@ -69,11 +70,11 @@ def train(
         typer.echo(f"{'decoding':<10}{'BLEU':>8}{'chrF':>8}{'sent/s':>9}")
         for name, s in report["scores"].items():
             typer.echo(f"{name:<10}{s['bleu']:>8.2f}{s['chrf']:>8.2f}{s['sentences_per_second']:>9.1f}")
-        typer.echo(f"scores and signatures: {run_dir / 'test.json'}")
+        typer.echo(f"scores and signatures: {RunDir(run_dir).test_scores}")
 
 
 def _resumed_config(run_dir: Path, overrides: list[str]) -> Config:
-    saved = run_dir / "config.yaml"
+    saved = RunDir(run_dir).config
     if not saved.is_file():
         raise CheckpointError(f"cannot resume: {saved} does not exist (start without --resume)")
     return load_config(saved, overrides)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -62,21 +63,27 @@ def average(
     output: AverageOption = None,
 ) -> None:
     """Average checkpoint parameters into a new checkpoint (use it with --checkpoint average)."""
-    from mt_cli.checkpoint import RunDir, average_checkpoints
+    from mt_cli.layout import RunDir
+    from mt_cli.runlock import RunLock, writes_into
 
     rundir = RunDir(run_from(run_argument, run))
     if not files and not rundir.root.is_dir():
         raise CheckpointError(f"run directory {rundir.root} does not exist; give --run or --file")
     if not files and not rundir.checkpoints.is_dir():
         raise CheckpointError(f"{rundir.root} is not a trained run (no checkpoints/); give --run or --file")
-    target = output or rundir.checkpoints / "average.pt"
-    check_output_path(target, "--output")
-    paths = list(files) if files else rundir.step_checkpoints()[-last:]
-    if not files and len(paths) < last:
-        raise CheckpointError(
-            f"{rundir.checkpoints} has {len(paths)} validation checkpoints; --last {last} needs that many"
-        )
-    typer.echo(f"averaged {len(paths)} checkpoints into {average_checkpoints(paths, target)}")
+    target = output or rundir.average
+    # The run's lock, as training holds it: training writes average.pt and deletes old step checkpoints.
+    in_run = rundir.root.is_dir() and (not files or writes_into(rundir.root, target))
+    with RunLock(rundir.lock, "average") if in_run else nullcontext():
+        check_output_path(target, "--output")
+        paths = list(files) if files else rundir.step_checkpoints()[-last:]
+        if not files and len(paths) < last:
+            raise CheckpointError(
+                f"{rundir.checkpoints} has {len(paths)} validation checkpoints; --last {last} needs that many"
+            )
+        from mt_cli.checkpoint import average_checkpoints  # torch: only once the paths are known good
+
+        typer.echo(f"averaged {len(paths)} checkpoints into {average_checkpoints(paths, target)}")
 
 
 @user_errors
@@ -123,10 +130,10 @@ def bench(
 @user_errors
 def plot(run_argument: RunArgument = None, run: RunOption = DEFAULT_RUN, output: PlotOption = None) -> None:
     """Plot training curves (loss, validation BLEU, learning rate, throughput) into one PNG."""
-    from mt_cli.tools.plots import plot_curves
-
     if output is not None:
         check_output_path(output, "--output")
+    from mt_cli.tools.plots import plot_curves  # matplotlib: only once the output is known good
+
     typer.echo(f"training curves written to {plot_curves(run_from(run_argument, run), output)}")
 
 

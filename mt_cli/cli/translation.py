@@ -42,7 +42,11 @@ BleuOption = option(bool, "--bleu/--no-bleu", help="Report sacreBLEU (default); 
 SplitOption = option(str, help="Split to score: val, test2016, test2017, mscoco2017, test2018.")
 SourceOption = option(Path | None, help="Score on this source file instead of a split (needs --ref).")
 RefOption = option(Path | None, help="Reference translations for --src or --hyp.")
-HypOption = option(Path | None, help="Score this file of translations against --ref; no model is loaded.")
+HypOption = option(
+    list[Path] | None,
+    help="Score this file of translations against --ref; no model is loaded. Repeat it to compare "
+    "systems: paired bootstrap resampling of each against the first, as sacrebleu --paired-bs.",
+)
 HypothesesOption = option(Path | None, "--output", "-o", help="Write the hypotheses to this file.")
 
 
@@ -171,12 +175,21 @@ def evaluate(
     """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a run on a split or files, or --hyp."""
     from mt_cli.decode.evaluate import evaluate_run, score_files
 
-    if hyp is not None:
+    if hyp:
         if ref is None or src is not None:
             raise InputError("--hyp needs --ref (and no --src): it scores a file of translations")
-        scores = score_files(hyp, ref)
+        if len(hyp) > 1:
+            from mt_cli.cli.comparison import print_comparison
+            from mt_cli.decode.significance import compare_files
+
+            print_comparison(compare_files(hyp, ref), bleu, as_json)
+            return
+        scores = score_files(hyp[0], ref)
         _print_scores(
-            {"data": str(hyp), **scores.as_dict()}, f"{hyp}: {scores.sentences} sentences", bleu, as_json
+            {"data": str(hyp[0]), **scores.as_dict()},
+            f"{hyp[0]}: {scores.sentences} sentences",
+            bleu,
+            as_json,
         )
         return
     output = AtomicTextOutput(output_file) if output_file is not None else None

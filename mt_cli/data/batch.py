@@ -65,7 +65,7 @@ def pad_sources(src_ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.T
 
 
 def collate(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]) -> Batch:
-    """Pad a batch and build its masks; ``tgt_ids`` carry BOS and EOS (see encode_split)."""
+    """Pad a batch and build its masks; ``tgt_ids`` carry BOS and EOS (``target_ids``)."""
     if len(src_ids) != len(tgt_ids):
         raise ValueError(f"{len(src_ids)} sources but {len(tgt_ids)} targets")
     if any(len(t) < 2 for t in tgt_ids):

@@ -11,7 +11,7 @@ too few fields, a line that is not JSON) is a DataError naming the file and the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from mt_cli.files import check_readable_file, open_bytes
 Pair = tuple[str | None, str | None]  # None: the side's bytes were not UTF-8 (dropped and counted)
 PARQUET_BATCH = 8192  # rows read at a time: bounded memory whatever the file's size
 SUFFIXES = (".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz", ".parquet")
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def table_format(path: Path) -> str:
@@ -47,9 +48,16 @@ def decoded(raw: bytes) -> str | None:
         return None
 
 
+def _without_bom(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """``lines`` with a UTF-8 byte-order mark removed from the first (editors on Windows add one):
+    left in, it would rename the first column or start the first sentence."""
+    for number, line in enumerate(lines):
+        yield line.removeprefix(UTF8_BOM) if number == 0 else line
+
+
 def _tsv_pairs(path: Path, columns: Sequence[str]) -> Iterator[Pair]:
     with open_bytes(path) as handle:
-        lines = (line.rstrip(b"\r\n") for line in handle)
+        lines = (line.rstrip(b"\r\n") for line in _without_bom(handle))
         if all(column.isdigit() for column in columns):
             positions, first_row = [int(column) for column in columns], 1
         else:
@@ -81,7 +89,7 @@ def _field(record: Any, dotted: str) -> Any:
 
 def _jsonl_pairs(path: Path, columns: Sequence[str]) -> Iterator[Pair]:
     with open_bytes(path) as handle:
-        for row, raw in enumerate(handle, start=1):
+        for row, raw in enumerate(_without_bom(handle), start=1):
             if not raw.strip():
                 continue
             text = decoded(raw)
@@ -112,7 +120,14 @@ def _parquet_pairs(path: Path, columns: Sequence[str]) -> Iterator[Pair]:
     missing = [column for column, name in zip(columns, top, strict=True) if name not in schema.names]
     if missing:
         raise DataError(f"{path}: no column {missing[0]!r} (columns: {', '.join(schema.names)})")
-    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH, columns=sorted(set(top))):
+    batches = parquet.iter_batches(batch_size=PARQUET_BATCH, columns=sorted(set(top)))
+    while True:
+        try:  # a damaged page shows only when it is read
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as err:
+            raise DataError(f"{path} is damaged ({err}); copy it again") from None
+        if batch is None:
+            return
         rows = batch.to_pylist()
         try:
             values = [[_field(row, column) for row in rows] for column in columns]

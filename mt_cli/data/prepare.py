@@ -18,6 +18,7 @@ from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.prepared import PreparedCorpus, prepared_key, write_prepared
 from mt_cli.files import batched, file_sha256
+from mt_cli.layout import RunDir
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def prepared_recipe(cfg: Config, run_root: Path) -> dict:
 
 
 def prepared_directory(cfg: Config, run_root: Path, recipe: dict) -> Path:
-    root = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir is not None else run_root / "prepared"
+    root = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir is not None else RunDir(run_root).prepared
     return root / prepared_key(recipe)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.filters import Filtered, PairFilter, SeenPairs, encodable
 from mt_cli.errors import CheckpointError, DataError
-from mt_cli.files import temporary_directory_next_to, write_json
+from mt_cli.files import temporary_directory_next_to, write_json, writing
 from mt_cli.text.tokenizer import Tokenizer
 
 FORMAT = 2  # bump when the layout changes: older prepared corpora are then rebuilt
@@ -139,9 +139,11 @@ def write_prepared(
 
     ``progress(n)`` is called with the number of pairs read after each chunk.
     """
-    directory.parent.mkdir(parents=True, exist_ok=True)
     dropped, read, seen = Filtered(), 0, SeenPairs()
-    try:
+    # A failed write (disk full, read-only) is a RunFailure naming the corpus; reading the pairs
+    # raises DataError, never OSError (files.open_bytes), so it is not mistaken for one.
+    with writing(directory):
+        directory.parent.mkdir(parents=True, exist_ok=True)
         with temporary_directory_next_to(directory) as staging:
             sides = {
                 side: _Side(staging, side, token_dtype(tok.vocab_size))
@@ -184,13 +186,12 @@ def write_prepared(
             write_json(manifest, staging / MANIFEST)
             os.chmod(staging, 0o755)  # mkdtemp makes it private; a prepared corpus is shared like a dataset
             os.replace(staging, directory)
-    except OSError as err:
-        raise DataError(f"cannot write the prepared corpus {directory}: {err.strerror or err}") from None
     return PreparedCorpus.open(directory)
 
 
 class PreparedCorpus:
-    """A prepared corpus, opened read-only: the training pairs for ``FixedPairs``.
+    """A prepared corpus, opened read-only: the training pairs that ``epochs.FixedBatches``
+    and ``epochs.DropoutBatches`` batch.
 
     ``widths`` and ``collate`` are those of ``dataset.EncodedPairs``, so the sampler and the
     training loop cannot tell the two apart. The offsets are memory-mapped; a batch's pieces are

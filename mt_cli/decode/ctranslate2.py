@@ -18,11 +18,8 @@ from pathlib import Path
 from mt_cli.config import ModelCard, card_from_dict
 from mt_cli.decode.engine import CardEngine, output_limit, source_pieces
 from mt_cli.errors import CheckpointError
+from mt_cli.layout import ExportFiles
 from mt_cli.text.tokenizer import Tokenizer
-
-CARD_FILE = "mt.json"  # the ModelCard, with the tokenizer names below
-SOURCE_SPM = "source.spm"
-TARGET_SPM = "target.spm"
 
 
 class CTranslate2Engine(CardEngine):
@@ -31,9 +28,9 @@ class CTranslate2Engine(CardEngine):
     def __init__(self, model_dir: Path, device: str = "cpu", compute_type: str = "default", threads: int = 0):
         import ctranslate2
 
-        card_path = model_dir / CARD_FILE
+        card_path = model_dir / ExportFiles.CARD
         if not card_path.is_file():
-            raise CheckpointError(f"{model_dir} is not a CTranslate2 export of mt (no {CARD_FILE})")
+            raise CheckpointError(f"{model_dir} is not a CTranslate2 export of mt (no {ExportFiles.CARD})")
         self.card: ModelCard = card_from_dict(json.loads(card_path.read_text(encoding="utf-8")))
         self.model_dir = model_dir
         self.src_tok = Tokenizer.load(model_dir / self.card.src_tokenizer, self.card.data.src_lang)

@@ -101,7 +101,7 @@ def evaluate_run(
     if (src is None) != (ref is None):
         raise InputError("--src and --ref go together: give both files or neither")
     if src is not None and ref is not None:
-        sources, references, name = _paired_files(src, ref, "--src")
+        sources, references, name = paired_files(src, ref, "--src")
     else:
         from mt_cli.data.corpus import load_corpus
 
@@ -125,11 +125,13 @@ def evaluate_run(
 
 def score_files(hyp: Path, ref: Path) -> Scores:
     """``mt eval --hyp FILE --ref FILE``: score translations someone already made, like ``sacrebleu -i``."""
-    hypotheses, references, _ = _paired_files(hyp, ref, "--hyp")
+    hypotheses, references, _ = paired_files(hyp, ref, "--hyp")
     return score(hypotheses, references)
 
 
-def _paired_files(first: Path, ref: Path, option: str) -> tuple[list[str], list[str], str]:
+def paired_files(first: Path, ref: Path, option: str) -> tuple[list[str], list[str], str]:
+    """(lines of ``first``, lines of ``ref``, the name of ``first``); a different number of lines
+    is an InputError that names both files and both counts."""
     from mt_cli.files import check_input_file, read_lines
 
     check_input_file(first, option)

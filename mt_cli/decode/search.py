@@ -6,15 +6,20 @@ runs once per batch; every step feeds one token per live hypothesis and reuses t
 keys/values. Finished sentences leave the batch, so they cost nothing afterwards.
 
 Outputs are token ids without BOS/EOS; turning them into text is the translator's job.
+The searches take any ``Decoder``: a ``Transformer`` or an ``ensemble.Ensemble`` of them.
+Sampling lives in ``sampling``, forced decoding in ``scoring``, attention in ``alignment``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
+from torch import Tensor
 
-from mt_cli.model.transformer import Transformer
+from mt_cli.decode.alignment import attention_matrix
 from mt_cli.specials import BOS_ID, EOS_ID
 
 # Greedy search drops finished sentences from the batch once 1/COMPACT_DIVISOR of it has
@@ -23,13 +28,36 @@ from mt_cli.specials import BOS_ID, EOS_ID
 COMPACT_DIVISOR = 4
 
 
+class Decoder(Protocol):
+    """What the searches, forced decoding and alignment use of a model: a ``Transformer`` or an
+    ``Ensemble``. The memory from ``encode`` and the cache are the model's own business: the
+    searches only hand them back, and call the cache's ``expand_beams``, ``reorder`` and
+    ``select`` (the methods of ``DecoderCache``)."""
+
+    max_positions: int
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> Any: ...
+
+    def start_cache(self, memory: Any, src_mask: Tensor) -> Any: ...
+
+    def step(
+        self, tokens: Tensor, cache: Any, return_attention: bool = False, attention_layer: int | None = None
+    ) -> tuple[Tensor, Any, Tensor | None]:
+        """fp32 next-token scores (N, V) whose log_softmax is the model's log-probability."""
+        ...
+
+    def decode(self, tgt_in: Tensor, memory: Any, src_mask: Tensor, tgt_mask: Tensor) -> Tensor:
+        """Teacher-forced scores (B, T, V), the same as ``step``'s position by position."""
+        ...
+
+
 @dataclass(frozen=True)
 class Hypothesis:
     tokens: list[int]  # without BOS and EOS
     score: float  # sum of log-probabilities divided by the length penalty
 
 
-def max_output_lengths(model: Transformer, src_mask: torch.Tensor, a: float, b: int) -> torch.Tensor:
+def max_output_lengths(model: Decoder, src_mask: torch.Tensor, a: float, b: int) -> torch.Tensor:
     """Per-sentence limit on generated tokens (EOS included): a * source length + b."""
     src_lengths = src_mask.view(src_mask.size(0), -1).sum(-1)  # (B,)
     limit = (a * src_lengths.float()).floor().long() + b
@@ -45,9 +73,29 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.inference_mode()
 def greedy_search(
-    model: Transformer, src: torch.Tensor, src_mask: torch.Tensor, max_len_a: float, max_len_b: int
+    model: Decoder, src: torch.Tensor, src_mask: torch.Tensor, max_len_a: float, max_len_b: int
 ) -> list[list[int]]:
-    """The most probable next token at each step, batched, with the KV cache.
+    """The most probable next token at each step, batched, with the KV cache."""
+    # log_softmax is monotonic: the argmax of the raw scores needs no normalising.
+    return one_per_row(model, src, src_mask, max_len_a, max_len_b, lambda logits, rows: logits.argmax(-1))[0]
+
+
+# pick(scores (N, V), rows (N,)) -> next tokens (N,); rows: each live row's index in the batch.
+Picker = Callable[[Tensor, Tensor], Tensor]
+
+
+def one_per_row(
+    model: Decoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    max_len_a: float,
+    max_len_b: int,
+    pick: Picker,
+    scored: bool = False,
+) -> tuple[list[list[int]], list[float]]:
+    """One hypothesis per sentence, each next token chosen by ``pick`` (greedy, sampling), with
+    the KV cache. Returns the tokens and, if ``scored``, each one's summed log-probability (EOS
+    included) under the model's step distribution; else zeros (normalising costs time).
 
     Finished rows keep being fed (their output after EOS is cut off) until 1/COMPACT_DIVISOR
     of the batch has finished; then the batch is compacted.
@@ -57,14 +105,18 @@ def greedy_search(
     memory = model.encode(src, src_mask)  # (B, S, D)
     cache = model.start_cache(memory, src_mask)
     out = torch.full((batch, int(limits.max())), EOS_ID, dtype=torch.long)  # (B, T)
+    totals = torch.zeros(batch, dtype=torch.float64)  # (B,) summed log-probabilities
     alive = torch.arange(batch)  # original row of each row still in the batch
     done = torch.zeros(batch, dtype=torch.bool)  # (B_alive,) has produced EOS
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)  # (B_alive,)
     for t in range(out.size(1)):
-        logits, cache, _ = model.step(tokens, cache)  # (B_alive, V)
-        next_tokens = logits.argmax(-1)  # log_softmax is monotonic: no need to normalise
+        logits, cache, _ = model.step(tokens, cache)  # (B_alive, V) fp32
+        next_tokens = pick(logits, alive)  # (B_alive,)
         next_tokens = torch.where((limits[alive] <= t + 1).to(src.device), EOS_ID, next_tokens)
         next_cpu = next_tokens.cpu()
+        if scored:
+            chosen = logits.log_softmax(-1).gather(1, next_tokens[:, None])[:, 0].cpu()  # (B_alive,)
+            totals[alive] += torch.where(done, 0.0, chosen.double())
         out[alive, t] = torch.where(done, EOS_ID, next_cpu)
         done |= next_cpu == EOS_ID
         if done.all():
@@ -75,7 +127,7 @@ def greedy_search(
             cache = cache.select(keep.to(src.device))
             next_tokens = next_tokens[keep.to(src.device)]
         tokens = next_tokens
-    return [_until_eos(row) for row in out.tolist()]
+    return [_until_eos(row) for row in out.tolist()], totals.tolist()
 
 
 def _until_eos(row: list[int]) -> list[int]:
@@ -84,7 +136,7 @@ def _until_eos(row: list[int]) -> list[int]:
 
 @torch.inference_mode()
 def beam_search(
-    model: Transformer,
+    model: Decoder,
     src: torch.Tensor,
     src_mask: torch.Tensor,
     beam_size: int,
@@ -187,20 +239,8 @@ def _eos_only(vocab: int, device: torch.device) -> torch.Tensor:
     return allowed
 
 
-@torch.inference_mode()
-def cross_attention(
-    model: Transformer, src: torch.Tensor, src_mask: torch.Tensor, tokens: list[int]
-) -> torch.Tensor:
-    """Last decoder layer's cross-attention (mean over heads) while forcing ``tokens``.
-
-    Returns (len(tokens) + 1, S): one row per generated token, EOS included; rows sum to 1.
-    """
-    memory = model.encode(src, src_mask)  # (1, S, D)
-    cache = model.start_cache(memory, src_mask)
-    rows = []
-    for token in [BOS_ID, *tokens]:
-        _, cache, attention = model.step(
-            torch.tensor([token], device=src.device), cache, return_attention=True
-        )
-        rows.append(attention[0].float())  # (S,)
-    return torch.stack(rows)  # (T, S)
+def cross_attention(model: Decoder, src: Tensor, src_mask: Tensor, tokens: list[int]) -> Tensor:
+    """Last decoder layer's cross-attention (mean over heads) while forcing ``tokens`` for one
+    source (1, S): (len(tokens) + 1, S), EOS row included. ``alignment.attention_matrix`` for a
+    batch and any layer."""
+    return attention_matrix(model, src, src_mask, [tokens])[0]

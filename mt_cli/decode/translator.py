@@ -14,13 +14,14 @@ from pathlib import Path
 
 import torch
 
-from mt_cli.checkpoint import RunDir, checkpoint_card, load_checkpoint
+from mt_cli.checkpoint import checkpoint_card, load_checkpoint
 from mt_cli.config import ModelCard
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
 from mt_cli.decode.engine import CardEngine, source_pieces
 from mt_cli.decode.search import Hypothesis, beam_search, cross_attention, greedy_search
 from mt_cli.errors import CheckpointError
+from mt_cli.layout import RunDir
 from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
 from mt_cli.text.tokenizer import Tokenizer

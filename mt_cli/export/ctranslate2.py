@@ -29,10 +29,10 @@ import numpy as np
 from torch import nn
 
 from mt_cli.config import config_to_dict
-from mt_cli.decode.ctranslate2 import CARD_FILE, SOURCE_SPM, TARGET_SPM
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.quantization import Quantization
 from mt_cli.files import temporary_directory_next_to, write_json
+from mt_cli.layout import ExportFiles
 from mt_cli.model.layers import (
     CrossAttention,
     DecoderLayer,
@@ -183,7 +183,12 @@ def _pieces(processor) -> list[str]:
 
 def write_model_files(translator: Translator, model_dir: Path) -> None:
     """mt's files beside CTranslate2's: the two SentencePiece models and the card naming them."""
-    for tokenizer, name in ((translator.src_tok, SOURCE_SPM), (translator.tgt_tok, TARGET_SPM)):
+    for tokenizer, name in (
+        (translator.src_tok, ExportFiles.SOURCE_SPM),
+        (translator.tgt_tok, ExportFiles.TARGET_SPM),
+    ):
         (model_dir / name).write_bytes(tokenizer.sp.serialized_model_proto())
-    card = dataclasses.replace(translator.card, src_tokenizer=SOURCE_SPM, tgt_tokenizer=TARGET_SPM)
-    write_json(config_to_dict(card), model_dir / CARD_FILE)
+    card = dataclasses.replace(
+        translator.card, src_tokenizer=ExportFiles.SOURCE_SPM, tgt_tokenizer=ExportFiles.TARGET_SPM
+    )
+    write_json(config_to_dict(card), model_dir / ExportFiles.CARD)

@@ -40,9 +40,9 @@ import torch
 from torch import Tensor, nn
 
 from mt_cli.config import config_to_dict
-from mt_cli.decode.ctranslate2 import CARD_FILE
-from mt_cli.errors import ConfigError, InputError
-from mt_cli.files import temporary_directory_next_to, write_json
+from mt_cli.errors import ConfigError, InputError, RunFailure
+from mt_cli.files import temporary_directory_next_to, write_json, writing
+from mt_cli.layout import ExportFiles
 from mt_cli.model.layers import CrossAttention, DecoderLayer, EncoderLayer, FeedForward, SelfAttention
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 
@@ -61,15 +61,21 @@ def export_huggingface(translator: Translator, out_dir: Path) -> Path:
     """Write the translator's model to ``out_dir`` (which must not exist) as a Marian model with
     its tokenizer files. Weights are exported as the translator holds them, upcast to fp32: load
     it with ``amp="off"`` for an exact export."""
+    from safetensors import SafetensorError
+
     if out_dir.exists():
         raise InputError(f"{out_dir} already exists; remove it or choose another --output")
     model = marian_model(translator)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with writing(out_dir):
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
     with temporary_directory_next_to(out_dir) as staging:
         model_dir = staging / "model"
-        model.save_pretrained(model_dir)  # config.json, generation_config.json, model.safetensors
+        try:
+            model.save_pretrained(model_dir)  # config.json, generation_config.json, model.safetensors
+        except SafetensorError as err:  # safetensors writes in Rust: a full disk is its error, not OSError
+            raise RunFailure(f"cannot write {out_dir}: {err}; free some space or write elsewhere") from None
         save_tokenizer(translator, model_dir)
-        write_json(config_to_dict(translator.card), model_dir / CARD_FILE)  # for mt's own tools
+        write_json(config_to_dict(translator.card), model_dir / ExportFiles.CARD)  # for mt's own tools
         (model_dir / "README.md").write_text(readme(translator.card), encoding="utf-8")
         model_dir.rename(out_dir)
     return out_dir
@@ -142,8 +148,8 @@ def generation_config(card: ModelCard) -> GenerationConfig:
         pad_token_id=PAD_ID,
         forced_eos_token_id=EOS_ID,
         num_beams=card.decode.beam_size,
-        # mt stops a sentence once beam_size hypotheses have ended; Marian's penalty is
-        # length ** alpha, not GNMT's ((5 + length) / 6) ** alpha, so beams may rank differently.
+        # mt stops a sentence once beam_size hypotheses have ended, and both divide a finished
+        # hypothesis's log-probability by length ** alpha: the beams agree (tested).
         early_stopping=True,
         length_penalty=card.decode.length_penalty,
         max_length=card.model.max_positions,
@@ -261,15 +267,15 @@ def save_tokenizer(translator: Translator, model_dir: Path) -> None:
     from transformers import MarianTokenizer
 
     for tokenizer, spm, vocab in (
-        (translator.src_tok, "source.spm", "vocab.json"),
-        (translator.tgt_tok, "target.spm", "target_vocab.json"),
+        (translator.src_tok, ExportFiles.SOURCE_SPM, "vocab.json"),
+        (translator.tgt_tok, ExportFiles.TARGET_SPM, "target_vocab.json"),
     ):
         (model_dir / spm).write_bytes(tokenizer.sp.serialized_model_proto())
         (model_dir / vocab).write_text(json.dumps(piece_ids(tokenizer.sp)), encoding="utf-8")
     card = translator.card
     MarianTokenizer(
-        source_spm=str(model_dir / "source.spm"),
-        target_spm=str(model_dir / "target.spm"),
+        source_spm=str(model_dir / ExportFiles.SOURCE_SPM),
+        target_spm=str(model_dir / ExportFiles.TARGET_SPM),
         vocab=str(model_dir / "vocab.json"),
         target_vocab_file=str(model_dir / "target_vocab.json"),
         separate_vocabs=True,
@@ -313,12 +319,13 @@ out = model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=64)
 print(tokenizer.batch_decode(out, skip_special_tokens=True))
 ```
 
-`pipeline("translation", model="path/to/this/directory")` exists in transformers 4 only.
+`AutoModelForSeq2SeqLM` and `AutoTokenizer` load it too; `pipeline("translation", ...)` exists
+in transformers 4 only.
 
-Greedy decoding (`num_beams=1`) gives mt's greedy translations token for token in float32
-when `max_new_tokens` is mt's limit for the sentence,
-`floor({card.decode.max_len_a} * source pieces with </s>) + {card.decode.max_len_b}`.
-Beam search (`num_beams={card.decode.beam_size}`, the default here) may differ from mt's:
-its length penalty is `length ** {card.decode.length_penalty}` here, GNMT's in mt.
+In float32, `generate` gives mt's translations when `max_new_tokens` is mt's limit for the
+sentence, `floor({card.decode.max_len_a} * source pieces with </s>) + {card.decode.max_len_b}`:
+greedy (`num_beams=1`) and beam search with this directory's generation config
+(`num_beams={card.decode.beam_size}`, length penalty `length ** {card.decode.length_penalty}`,
+as in mt).
 Sources longer than {card.model.max_positions - 1} pieces need `truncation=True`.
 """

@@ -9,28 +9,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mt_cli.checkpoint import RunDir
-from mt_cli.decode.ctranslate2 import CARD_FILE
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import CheckpointError
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
-from mt_cli.files import file_sha256
-
-EXPORTS = "exports"
+from mt_cli.files import file_sha256, writing
+from mt_cli.layout import ExportFiles, RunDir
 
 
 def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message: None) -> Path:
     """The CTranslate2 model for a run's checkpoint (float32, quantized at load if asked), or
     ``run`` itself when it is already an export."""
-    if (run / CARD_FILE).is_file():
+    if (run / ExportFiles.CARD).is_file():
         return run
     if not run.is_dir():
         raise CheckpointError(f"run directory {run} does not exist; train one with `mt train --run {run}`")
     path = RunDir(run).find_checkpoint(checkpoint)
-    model_dir = run / EXPORTS / f"ctranslate2-{file_sha256(path)[:12]}"
+    model_dir = RunDir(run).exports / f"ctranslate2-{file_sha256(path)[:12]}"
     if not model_dir.is_dir():
         log(f"exporting {path} to {model_dir}")
-        model_dir.parent.mkdir(exist_ok=True)
+        with writing(model_dir):
+            model_dir.parent.mkdir(exist_ok=True)
         export_ctranslate2(
             Translator.from_run(run, checkpoint, "cpu", amp="off"), model_dir, Quantization.FLOAT32
         )

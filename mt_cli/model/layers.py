@@ -13,7 +13,8 @@ and are passed to SDPA as they are, never converted to additive floats:
 They are built once, in the data collate; these modules only consume them. A row with no
 allowed key attends to nothing and yields zeros, not NaN.
 
-Nothing here reads a config: every size and rate is a constructor argument.
+Attention and feed-forward blocks take their sizes and rates as arguments; the encoder and
+decoder layers read theirs from the ``ModelConfig`` that ``Transformer`` passes down.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The encoder-decoder Transformer and ``build_model``, the one place hyper-parameters are wired.
+"""The encoder-decoder Transformer, built from a ``ModelConfig`` by ``build_model``.
 
 Shapes: B batch, S source length, T target length, D d_model, V target vocabulary size.
 Masks are boolean, True = may attend: ``src_mask`` (B, 1, 1, S) is source key padding,
@@ -34,8 +34,8 @@ from mt_cli.specials import FIRST_WORD_ID, PAD_ID, UNK_ID
 class Transformer(nn.Module):
     """Vaswani et al. (2017) encoder-decoder, post-norm by default, pre-norm with ``norm_first``.
 
-    Built from a ``ModelConfig``, the one place its hyper-parameters are wired; the config has
-    checked them (``rules.check_model``), so they are not checked again here.
+    Reads its sizes from a ``ModelConfig`` and hands the config on to its layers; the config
+    has checked them (``rules.check_model``), so they are not checked again here.
     """
 
     def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> None:
@@ -98,26 +98,40 @@ class Transformer(nn.Module):
         return DecoderCache([layer.start_cache(memory) for layer in self.decoder], src_mask, 0)
 
     def step(
-        self, tokens: Tensor, cache: DecoderCache, return_attention: bool = False
+        self,
+        tokens: Tensor,
+        cache: DecoderCache,
+        return_attention: bool = False,
+        attention_layer: int | None = None,
     ) -> tuple[Tensor, DecoderCache, Tensor | None]:
         """Feed tokens (B*beams,), one per hypothesis, at position ``cache.length``.
 
         Returns fp32 logits (B, V) for the next position, the extended cache and, if asked, the
-        last decoder layer's cross-attention weights averaged over heads (B, S).
+        cross-attention weights averaged over heads (B, S) of decoder layer ``attention_layer``
+        (an index into the decoder layers, negative from the end; None: the last, as fairseq).
         """
         x = self._embed(self.tgt_embed, tokens[:, None], offset=cache.length)  # (B, 1, D)
-        last = len(self.decoder) - 1
+        chosen = self.decoder_layer_index(attention_layer) if return_attention else -1
         layers = []
         weights = None
         for i, (layer, layer_cache) in enumerate(zip(self.decoder, cache.layers, strict=True)):
             x, layer_cache, w = layer.step(
-                x, layer_cache, cache.src_mask, cache.length, return_attention and i == last
+                x, layer_cache, cache.src_mask, cache.length, return_attention and i == chosen
             )
             layers.append(layer_cache)
             if w is not None:
                 weights = w.mean(dim=1)[:, 0].float()  # (B, H, 1, S) -> (B, S)
         logits = self.output(self.decoder_norm(x[:, 0])).float()  # (B, V)
         return logits, DecoderCache(layers, cache.src_mask, cache.length + 1, cache.beams), weights
+
+    def decoder_layer_index(self, layer: int | None) -> int:
+        """The decoder layer ``layer`` names: None is the last, negative counts from the end."""
+        count = len(self.decoder)
+        if layer is None:
+            return count - 1
+        if not -count <= layer < count:
+            raise ValueError(f"decoder layer {layer} does not exist; the decoder has {count} layers")
+        return layer % count
 
 
 def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Transformer:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import sentencepiece as spm
 
 from mt_cli.errors import CheckpointError, DataError
-from mt_cli.files import atomic_write_bytes, write_json
+from mt_cli.files import atomic_write_bytes, write_json, writing
+from mt_cli.layout import RunDir
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 if TYPE_CHECKING:
@@ -99,11 +100,11 @@ class Tokenizer:
 
 
 def tokenizer_path(run_dir: str | Path, lang: str) -> Path:
-    return Path(run_dir) / f"spm.{lang}.model"
+    return RunDir(Path(run_dir)).tokenizer(lang)
 
 
 def _settings_path(run_dir: str | Path, lang: str) -> Path:
-    return Path(run_dir) / f"spm.{lang}.json"
+    return RunDir(Path(run_dir)).tokenizer_settings(lang)
 
 
 def _recipe(lang: str, vocab_size: int, cfg: TokenizerConfig, corpus: dict | None) -> dict[str, Any]:
@@ -153,7 +154,8 @@ def train_tokenizer(
     if not any(t.strip() for t in texts):
         raise DataError(f"cannot train the {lang} tokenizer: the training text is empty")
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    with writing(run_dir):
+        run_dir.mkdir(parents=True, exist_ok=True)
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(

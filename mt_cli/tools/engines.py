@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from mt_cli.config import card_from_dict
-from mt_cli.decode.ctranslate2 import CARD_FILE
 from mt_cli.decode.engine import Engine, output_limit
 from mt_cli.errors import RunFailure
+from mt_cli.layout import ExportFiles
 
 GNU_TIME = "/usr/bin/time"  # its -v report is the peak RSS of the one process it runs
 WARM_UP_LINES = 32
@@ -49,7 +49,7 @@ class HuggingFaceEngine:
     def __init__(self, model_dir: Path) -> None:
         from transformers import MarianMTModel, MarianTokenizer
 
-        self.card = card_from_dict(json.loads((model_dir / CARD_FILE).read_text(encoding="utf-8")))
+        self.card = card_from_dict(json.loads((model_dir / ExportFiles.CARD).read_text(encoding="utf-8")))
         self.model = MarianMTModel.from_pretrained(model_dir).eval()
         self.tokenizer = MarianTokenizer.from_pretrained(model_dir)
         self.origin = str(model_dir)

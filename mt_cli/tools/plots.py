@@ -16,6 +16,7 @@ import torch
 
 from mt_cli.errors import InputError
 from mt_cli.files import atomic_write_bytes
+from mt_cli.layout import RunDir
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -128,9 +129,9 @@ def _checked_attention(src_pieces: list[str], tgt_pieces: list[str], weights: to
 def read_metrics(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(train events, val events) of RUN/metrics.jsonl, one per step (the latest wins after a
     resume), in step order. A line cut short by a crash is skipped."""
-    path = Path(run_dir) / "metrics.jsonl"
+    path = RunDir(Path(run_dir)).metrics
     if not path.is_file():
-        where = "does not exist" if not Path(run_dir).is_dir() else "has no metrics.jsonl"
+        where = "does not exist" if not Path(run_dir).is_dir() else f"has no {path.name}"
         raise InputError(f"{run_dir} {where}; `mt plot` needs a run directory written by `mt train`")
     events: dict[str, dict[int, dict[str, Any]]] = {"train": {}, "val": {}}
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():

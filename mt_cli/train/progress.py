@@ -8,9 +8,15 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from mt_cli.errors import ConfigError
+from mt_cli.files import writing
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 
 @dataclass
@@ -100,19 +106,60 @@ def restore_rng(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-class MetricsLog:
-    """``metrics.jsonl``: one JSON object per event, appended and flushed at once."""
+# The fields of each event that TensorBoard plots, as ``event/field`` (the rest: counters, flags).
+TENSORBOARD_SCALARS = {
+    "train": ("loss", "lr", "grad_norm", "tokens_per_s", "tflops", "mfu"),
+    "val": ("loss", "bleu", "chrf"),
+}
 
-    def __init__(self, path: Path, enabled: bool = True):
-        self.path, self.enabled = path, enabled
+
+def summary_writer() -> type[SummaryWriter]:
+    """TensorBoard's writer class; ``train.run`` asks for it before any work, so a missing extra
+    stops ``mt train`` at once instead of after the tokenizers and the first log interval."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise ConfigError(
+            'train.tensorboard: true needs the tensorboard package: pip install -e ".[tensorboard]"'
+        ) from None
+    return SummaryWriter
+
+
+class MetricsLog:
+    """``metrics.jsonl``: one JSON object per event, appended and flushed at once; with a
+    ``tensorboard`` directory the same values also go to TensorBoard event files there."""
+
+    def __init__(self, path: Path, enabled: bool = True, tensorboard: Path | None = None):
+        self.path, self.enabled, self.tensorboard = path, enabled, tensorboard
+        self.board: SummaryWriter | None = None
 
     def write(self, event: str, **values: Any) -> None:
         if not self.enabled:
             return
         record = {"event": event, "time": round(time.time(), 3)}
         record.update({k: round(v, 6) if isinstance(v, float) else v for k, v in values.items()})
-        with self.path.open("a", encoding="utf-8") as handle:
+        with writing(self.path), self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+        if self.tensorboard is not None:
+            with writing(self.tensorboard):  # the writer thread's OSError comes back at flush()
+                self._plot(event, record)
+
+    def _plot(self, event: str, record: dict[str, Any]) -> None:
+        """The rounded values of ``metrics.jsonl``, so both say the same; NaN (BLEU with
+        ``val_bleu`` off) and absent fields (MFU on an unknown device) are left out."""
+        if self.board is None:
+            # Opened at the first event: a resumed run repeats the updates after last.pt, and
+            # purge_step hides what the interrupted run logged from there on (no folded curves).
+            self.board = summary_writer()(log_dir=str(self.tensorboard), purge_step=record["step"])
+        for name in TENSORBOARD_SCALARS.get(event, ()):  # an event not listed there is not plotted
+            if name in record and math.isfinite(record[name]):
+                self.board.add_scalar(f"{event}/{name}", record[name], record["step"], record["time"])
+        self.board.flush()  # a live view, and nothing lost if the process dies
+
+    def close(self) -> None:
+        if self.board is not None:
+            self.board.close()
+            self.board = None
 
 
 class LogFile:
@@ -124,5 +171,5 @@ class LogFile:
     def __call__(self, message: str) -> None:
         self.echo(message)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        with self.path.open("a", encoding="utf-8") as handle:
+        with writing(self.path), self.path.open("a", encoding="utf-8") as handle:
             handle.write("".join(f"{stamp} {line}\n" for line in message.splitlines() or [""]))

@@ -1,23 +1,24 @@
 """What ``mt train`` and ``mt prepare`` do around the training loop: the run directory, the
 tokenizers (trained by rank 0 while the other ranks wait), the data, and the closing scores.
 
-A run directory that a command created is removed again if the command fails or is interrupted
-before the first checkpoint: nothing of value is in it yet, and an empty run would block the next
-fresh start. Tokenizers of a run that has checkpoints are never retrained: the checkpoints depend
+Rank 0 holds the run's lock file from the start (``runlock``): one writer per run. What a
+command made in a run directory it created is removed again if it fails or is interrupted before
+the first checkpoint: nothing of value is in it yet, and an empty run would block the next fresh
+start. Tokenizers of a run that has checkpoints are never retrained: the checkpoints depend
 on them.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 
 import torch
 
-from mt_cli.checkpoint import RunDir
 from mt_cli.config import Config, save_config
 from mt_cli.data.corpus import train_fingerprint
 from mt_cli.data.prepare import (
@@ -30,6 +31,8 @@ from mt_cli.data.prepare import (
 )
 from mt_cli.data.prepared import PreparedCorpus
 from mt_cli.errors import CheckpointError, InputError
+from mt_cli.layout import RunDir
+from mt_cli.runlock import RunLock, make_run_directory
 from mt_cli.runtime.device import amp_dtype, resolve_device
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.text.tokenizer import (
@@ -39,7 +42,7 @@ from mt_cli.text.tokenizer import (
     tokenizer_path,
     tokenizers_match,
 )
-from mt_cli.train.progress import LogFile
+from mt_cli.train.progress import LogFile, summary_writer
 from mt_cli.train.trainer import Trainer
 
 
@@ -53,8 +56,12 @@ def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] =
     dist = Distributed.from_env(device)
     try:
         amp_dtype(device, cfg.train.amp)  # refuse a bad precision before any work
-        _check_start(run, resume)
-        with _removed_on_failure(run, enabled=dist.is_main):
+        if cfg.train.tensorboard:
+            summary_writer()  # and a missing tensorboard package (on every rank: all stop together)
+        _check_directory(run)
+        # Rank 0 alone writes into the run (the other ranks read what it wrote), so it alone locks.
+        with _owned(run, "train", enabled=dist.is_main):
+            _check_start(run, resume)  # under the lock: a second `mt train` is told who holds it
             if dist.is_main:
                 save_config(cfg, run.config)
                 log = LogFile(run.log, echo=log)
@@ -68,7 +75,7 @@ def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]
     reuse the prepared corpus, and report on both."""
     run = RunDir(run_dir)
     _check_directory(run)
-    with _removed_on_failure(run, enabled=True):
+    with _owned(run, "prepare", enabled=True):
         sample = tokenizer_sample(cfg)
         src_tok, tgt_tok = _tokenizers(cfg, run, lambda: sample, Distributed(), log)
         prepared = prepare_corpus(cfg, run.root, src_tok, tgt_tok, log)
@@ -92,7 +99,6 @@ def _check_directory(run: RunDir) -> None:
 
 
 def _check_start(run: RunDir, resume: bool) -> None:
-    _check_directory(run)
     if resume and not run.last.exists():
         raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
     if not resume and (previous := run.previous_training()):
@@ -104,17 +110,33 @@ def _check_start(run: RunDir, resume: bool) -> None:
 
 
 @contextmanager
-def _removed_on_failure(run: RunDir, enabled: bool) -> Iterator[None]:
-    """Create the run directory; remove it again if the block fails before any checkpoint."""
-    created = enabled and not run.root.exists()
-    if enabled:
-        run.root.mkdir(parents=True, exist_ok=True)
-    try:
+def _owned(run: RunDir, command: str, enabled: bool) -> Iterator[None]:
+    """Create the run directory if need be and hold its lock for the block (``runlock``).
+
+    If the block fails before any checkpoint in a directory this process created, what it made
+    there is removed: the entries that appeared after it took the lock (no other mt process can
+    have written one meanwhile), then the directory if nothing else is left in it. A directory
+    that already existed, or whose lock another process took first, is left as it is.
+    """
+    if not enabled:
         yield
-    except BaseException:
-        if created and not any(run.checkpoints.glob("*.pt")):
-            shutil.rmtree(run.root, ignore_errors=True)
-        raise
+        return
+    created = make_run_directory(run.root)
+    with RunLock(run.lock, command) as lock:
+        before = set(os.listdir(run.root))
+        try:
+            yield
+        except BaseException:
+            if created and not any(run.checkpoints.glob("*.pt")):
+                for entry in (run.root / name for name in set(os.listdir(run.root)) - before):
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink(missing_ok=True)
+                lock.release()
+                with suppress(OSError):  # not empty: something else put files there
+                    run.root.rmdir()
+            raise
 
 
 def _tokenizers(
@@ -127,7 +149,8 @@ def _tokenizers(
     """Train (rank 0, from ``sample()``) or reuse the two tokenizers; the other ranks wait, then load them."""
     corpus = train_fingerprint(cfg.data)
     if dist.is_main and tokenizers_match(cfg, run.root, corpus):
-        log(f"tokenizers: reusing {run.root}/spm.*.model (same settings, same training files)")
+        paths = " and ".join(str(run.tokenizer(lang)) for lang in (cfg.data.src_lang, cfg.data.tgt_lang))
+        log(f"tokenizers: reusing {paths} (same settings, same training files)")
     elif dist.is_main:
         frozen = bool(run.previous_training())
         prepare_tokenizers(cfg, run.root, *sample(), log=log, frozen=frozen, corpus=corpus)
@@ -158,7 +181,7 @@ def _train_in(cfg: Config, run: RunDir, resume: bool, dist: Distributed, log: Ca
     trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, log), dist, log)
     if resume:
         trainer.resume()
-    with _stop_requests(trainer):
+    with _stop_requests(trainer), closing(trainer.metrics):
         progress = trainer.fit()
     if not dist.is_main:
         return {}

@@ -17,12 +17,13 @@ from contextlib import nullcontext
 
 import torch
 
-from mt_cli.checkpoint import RunDir, load_checkpoint, save_checkpoint
+from mt_cli.checkpoint import load_checkpoint, save_checkpoint
 from mt_cli.config import Config, config_to_dict
 from mt_cli.data.batch import Batch
 from mt_cli.data.epochs import EpochLoader, epoch_plan
 from mt_cli.data.prepare import TrainingData
-from mt_cli.errors import CheckpointError, RunFailure
+from mt_cli.errors import CheckpointError, TrainingError
+from mt_cli.layout import RunDir
 from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters
@@ -32,10 +33,6 @@ from mt_cli.runtime.flops import peak_flops
 from mt_cli.train.optim import learning_rate, make_optimizer
 from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, restore_rng
 from mt_cli.train.validation import Validator
-
-
-class TrainingError(RunFailure):
-    """Training cannot go on (e.g. the loss stayed non-finite)."""
 
 
 class Interrupted(Exception):
@@ -60,7 +57,8 @@ class Trainer:
         self.data_wait = 0.0  # seconds the loop has waited for batches
         self.window = Throughput(None)  # the current log interval's throughput (set up by fit)
         self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
-        self.metrics = MetricsLog(run.metrics, enabled=dist.is_main)
+        board = run.tensorboard if tc.tensorboard else None
+        self.metrics = MetricsLog(run.metrics, enabled=dist.is_main, tensorboard=board)
         self.stop_signal: str | None = None
         self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)  # this device's, for MFU
         self.ddp = dist.wrap(self.model)  # the model itself when not distributed

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from mt_cli.checkpoint import RunDir, average_checkpoints, load_checkpoint, save_checkpoint
+from mt_cli.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
 from mt_cli.config import Config, ModelCard, config_to_dict
 from mt_cli.data.batch import source_ids, target_ids
 from mt_cli.data.dataset import EncodedPairs
@@ -26,6 +26,7 @@ from mt_cli.data.sampler import TokenBatchSampler
 from mt_cli.decode.evaluate import evaluate
 from mt_cli.decode.translator import Translator
 from mt_cli.files import write_json
+from mt_cli.layout import RunDir
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.runtime.device import amp_dtype, autocast
@@ -153,7 +154,7 @@ class Validator:
         best_metric = progress.best_metric
         kept = self.run.step_checkpoints()[-tc.average_last :] if tc.average_last else []
         if len(kept) > 1:
-            average = average_checkpoints(kept, self.run.checkpoints / "average.pt")
+            average = average_checkpoints(kept, self.run.average)
             model.load_state_dict(load_checkpoint(average)["model"])
             result = self.validate(model, progress.step)
             self.log(
