@@ -2,16 +2,23 @@
 #   mt serve --run runs/multi30k --port 5000 &
 #   mt translate --run runs/multi30k -i data/multi30k/test_2016_flickr.de.gz -o /tmp/test2016.en
 #   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en
+# and with one request in ten malformed (each client's every tenth):
+#   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en \
+#       --malformed 10
 """Load test of a running `mt serve`: N clients for T seconds, each sending random test2016
 sentences (POST /translate, JSON, one request at a time per client, the next as soon as the
 answer arrives).
 
 Reports requests/s, lines/s, p50/p99 latency, the failures (any answer but 200, or no answer)
 and, with --expected (the `mt translate` output aligned with test2016), the answers that differ
-from it. Exits 1 if any request failed. Differences are not failures: the engine's results
-depend slightly on what else shares the batch (padding changes the sums; in bf16, the default
-on a CPU with native bf16, enough to flip some lines), and the server's batches are whatever
-requests arrived together, while `mt translate` batches the file by length.
+from it. With --malformed K, each client's every K-th request is a malformed one instead (a lone
+surrogate in q or source, JSON nested past the parser, broken JSON, a body over the size limit,
+an unknown language, html, a missing q, a file field, a plain-text body, in turn), whose answer
+must be a 4xx with a JSON error: anything else counts in ``malformed_not_4xx``. Exits 1 if any
+well-formed request failed or a malformed one got no 4xx. Differences are not failures: the
+engine's results depend slightly on what else shares the batch (padding changes the sums; in
+bf16, the default on a CPU with native bf16, enough to flip some lines), and the server's
+batches are whatever requests arrived together, while `mt translate` batches the file by length.
 """
 
 from __future__ import annotations
@@ -43,6 +50,37 @@ class Tally:
     failures: Counter[str] = field(default_factory=Counter)  # "HTTP 429", "ReadTimeout", ...
     mismatches: list[tuple[str, str, str]] = field(default_factory=list)  # (source, expected, answer)
     checked: int = 0
+    malformed: Counter[str] = field(default_factory=Counter)  # their statuses: "400", "413", ...
+    malformed_not_4xx: int = 0  # malformed requests answered anything but a 4xx with a JSON error
+
+
+def malformed_requests(sentence: str, api_key: str | None) -> list[tuple[str, dict[str, object]]]:
+    """(what is wrong, httpx arguments) for each kind of malformed request, built around ``sentence``."""
+    good: dict[str, object] = {"q": sentence, "source": "de", "target": "en"}
+    if api_key:
+        good["api_key"] = api_key
+    as_json = {"Content-Type": "application/json"}
+    return [
+        (
+            "surrogate in q",
+            {"content": json.dumps({**good, "q": sentence + "\ud800"}).encode(), "headers": as_json},
+        ),
+        (
+            "surrogate in source",
+            {"content": json.dumps({**good, "source": "\udfff"}).encode(), "headers": as_json},
+        ),
+        ("nested JSON", {"content": b"[" * 60_000, "headers": as_json}),
+        ("broken JSON", {"content": json.dumps(good).encode()[:-3], "headers": as_json}),
+        ("over the size limit", {"content": b" " * 200_000, "headers": as_json}),
+        ("unknown language", {"json": {**good, "source": "xx"}}),
+        ("html", {"json": {**good, "format": "html"}}),
+        ("no q", {"json": {key: value for key, value in good.items() if key != "q"}}),
+        (
+            "a file field",
+            {"files": {"q": ("q.txt", sentence.encode())}, "data": {"source": "de", "target": "en"}},
+        ),
+        ("plain text", {"content": sentence.encode(), "headers": {"Content-Type": "text/plain"}}),
+    ]
 
 
 def parse_args() -> argparse.Namespace:
@@ -59,6 +97,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="random seed of the sentence choice")
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for one answer")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument(
+        "--malformed",
+        type=int,
+        default=0,
+        metavar="K",
+        help="make each client's every K-th request malformed",
+    )
     return parser.parse_args()
 
 
@@ -72,8 +117,14 @@ async def client(
     tally: Tally,
 ) -> None:
     """One client: a request, wait for its answer, the next, until the deadline."""
+    sent = 0
     while time.monotonic() < deadline:
+        sent += 1
         picks = [rng.randrange(len(sources)) for _ in range(args.lines)]
+        if args.malformed and sent % args.malformed == 0:
+            kinds = malformed_requests(sources[picks[0]], args.api_key)
+            await send_malformed(http, args.url, kinds[(sent // args.malformed) % len(kinds)][1], tally)
+            continue
         body: dict[str, object] = {
             "q": [sources[i] for i in picks] if args.lines > 1 else sources[picks[0]],
             "source": "de",
@@ -99,6 +150,25 @@ async def client(
                 tally.checked += 1
                 if text != expected[index]:
                     tally.mismatches.append((sources[index], expected[index], text))
+
+
+async def send_malformed(
+    http: httpx.AsyncClient, url: str, arguments: dict[str, object], tally: Tally
+) -> None:
+    """One malformed request; its status is counted, and whether it was a 4xx with a JSON error."""
+    try:
+        response = await http.post(f"{url}/translate", **arguments)  # type: ignore[arg-type]
+    except httpx.HTTPError as err:
+        tally.malformed[type(err).__name__] += 1
+        tally.malformed_not_4xx += 1
+        return
+    tally.malformed[str(response.status_code)] += 1
+    try:
+        error = response.json().get("error")
+    except ValueError:  # not JSON
+        error = None
+    if not (400 <= response.status_code < 500 and isinstance(error, str)):
+        tally.malformed_not_4xx += 1
 
 
 async def run(
@@ -139,6 +209,9 @@ def report(args: argparse.Namespace, tally: Tally, seconds: float) -> dict[str, 
         "failures": dict(tally.failures),
         "checked": tally.checked,
         "mismatched": len(tally.mismatches),
+        "malformed": sum(tally.malformed.values()),
+        "malformed_statuses": dict(tally.malformed),
+        "malformed_not_4xx": tally.malformed_not_4xx,
     }
 
 
@@ -166,7 +239,12 @@ def main() -> int:
             print(f"checked {tally.checked} answers against {args.expected}: {len(tally.mismatches)} differ")
             for source, wanted, got in tally.mismatches[:3]:
                 print(f"  {source}\n    expected: {wanted}\n    answered: {got}")
-    return 1 if result["failed"] else 0
+        if args.malformed:
+            print(
+                f"malformed: {result['malformed']} requests, statuses {result['malformed_statuses']}, "
+                f"{result['malformed_not_4xx']} not a 4xx with a JSON error"
+            )
+    return 1 if result["failed"] or result["malformed_not_4xx"] else 0
 
 
 if __name__ == "__main__":

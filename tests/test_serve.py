@@ -86,6 +86,10 @@ def translator(trained_run: Path):
 
 @pytest.fixture(scope="module")
 def same_length(translator) -> list[str]:
+    return sentences_of_one_length(translator)
+
+
+def sentences_of_one_length(translator) -> list[str]:
     """16 test2016 sentences of one source length (in pieces), the most common one."""
     sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
     by_length = collections.defaultdict(list)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
+import httpx
+import pytest
 from fastapi.testclient import TestClient
 
+from mt_cli.serve import api
 from mt_cli.serve.app import Settings, create_app
+
+PAIR = {"source": "de", "target": "en"}
 
 
 class BrokenEngine:
@@ -14,22 +23,121 @@ class BrokenEngine:
 
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 4, "a fake", 1
 
+    def __init__(self) -> None:
+        self.gate = threading.Event()  # cleared: every call waits for it (at most 5 s)
+        self.gate.set()
+        self.calls: list[list[str]] = []
+
     def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
+        self.gate.wait(5)
+        self.calls.append(list(lines))
         if "boom" in lines:
             raise RuntimeError("the engine broke")
         return [line.upper() for line in lines]
 
 
-def test_an_engine_failure_is_a_500_error_and_the_server_goes_on() -> None:
-    ready: list[bool] = []
-    with TestClient(create_app(BrokenEngine(), Settings(), on_ready=lambda: ready.append(True))) as client:
-        assert ready == [True]
-        failed = client.post("/translate", json={"q": "boom", "source": "de", "target": "en"})
-        assert failed.status_code == 500 and failed.json() == {
-            "error": "Cannot translate text: the engine broke"
-        }
-        ok = client.post("/translate", json={"q": "hund\nkatze", "source": "de", "target": "en"})
-        assert ok.json() == {"translatedText": "HUND\nKATZE"}
+async def _in_process(app: Any, scenario: Any) -> Any:
+    """``scenario(http)`` against ``app`` with its startup and shutdown run."""
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app", timeout=10) as http:
+            return await scenario(http)
+
+
+def test_an_engine_failure_fails_its_request_alone_and_logs_one_line(caplog) -> None:
+    engine = BrokenEngine()
+    app = create_app(engine, Settings(batch_wait_ms=100))
+
+    async def scenario(http: httpx.AsyncClient) -> list[httpx.Response]:
+        posts = [http.post("/translate", json={"q": q, **PAIR}) for q in ["hund", "boom", "katze\nmaus"]]
+        return await asyncio.gather(*posts)
+
+    with caplog.at_level(logging.WARNING):
+        good, failed, other = asyncio.run(_in_process(app, scenario))
+    assert engine.calls[0] == ["hund", "boom", "katze", "maus"]  # all three shared one batch
+    assert (good.status_code, good.json()) == (200, {"translatedText": "HUND"})
+    assert (other.status_code, other.json()) == (200, {"translatedText": "KATZE\nMAUS"})
+    assert (failed.status_code, failed.json()) == (500, {"error": "Cannot translate text: the engine broke"})
+    assert [(r.name, r.levelname, r.exc_info) for r in caplog.records] == [("mt.serve", "ERROR", None)]
+    assert "\n" not in caplog.records[0].getMessage()
+
+
+def test_a_bug_in_mt_is_a_500_json_and_one_log_line_not_a_traceback(caplog, monkeypatch) -> None:
+    def broken(fields: dict[str, Any], pair: api.Pair) -> api.TranslateRequest:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(api, "parse_translate", broken)
+    with caplog.at_level(logging.WARNING), TestClient(create_app(BrokenEngine(), Settings())) as client:
+        answer = client.post("/translate", json={"q": "hund", **PAIR})
+        assert client.post("/detect", json={"q": "hund"}).status_code == 200  # the server goes on
+    assert (answer.status_code, answer.json()) == (500, {"error": "internal server error"})
+    assert [(r.levelname, r.exc_info) for r in caplog.records] == [("ERROR", None)]
+    assert caplog.records[0].getMessage() == "mt serve: internal error on POST /translate: KeyError: 'a bug'"
+
+
+def test_past_limit_concurrency_a_request_gets_503_json() -> None:
+    engine = BrokenEngine()
+    engine.gate.clear()
+    app = create_app(engine, Settings(limit_concurrency=1))
+
+    async def scenario(http: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response]:
+        held = asyncio.ensure_future(http.post("/translate", json={"q": "hund", **PAIR}))
+        while app.state.batcher.pending_requests == 0:
+            await asyncio.sleep(0.01)
+        refused = await http.get("/health")
+        engine.gate.set()
+        return await held, refused
+
+    held, refused = asyncio.run(_in_process(app, scenario))
+    assert held.json() == {"translatedText": "HUND"}
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+    assert "--limit-concurrency" in refused.json()["error"]
+
+
+async def _stalled_body(arrived: asyncio.Event, release: asyncio.Event) -> AsyncIterator[bytes]:
+    yield b'{"q": "hu'
+    arrived.set()
+    await release.wait()
+    yield b'nd", "source": "de", "target": "en"}'
+
+
+def test_a_body_that_stalls_past_the_read_timeout_gets_408() -> None:
+    app = create_app(BrokenEngine(), Settings(timeout_read=0.3))
+
+    async def scenario(http: httpx.AsyncClient) -> httpx.Response:
+        arrived, never = asyncio.Event(), asyncio.Event()
+        return await http.post("/translate", content=_stalled_body(arrived, never))
+
+    answer = asyncio.run(_in_process(app, scenario))
+    assert answer.status_code == 408 and answer.headers["connection"] == "close"
+    assert answer.json() == {"error": "the request body did not arrive within 0.3 s"}
+
+
+def test_a_stop_answers_503_to_bodies_still_arriving_and_to_new_requests() -> None:
+    app = create_app(BrokenEngine(), Settings(timeout_read=10))
+
+    async def scenario(http: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response]:
+        arrived, never = asyncio.Event(), asyncio.Event()
+        stalled = asyncio.ensure_future(http.post("/translate", content=_stalled_body(arrived, never)))
+        await arrived.wait()
+        app.state.stop()
+        late = await http.post("/translate", json={"q": "hund", **PAIR})
+        return await asyncio.wait_for(stalled, 2), late
+
+    stalled, late = asyncio.run(_in_process(app, scenario))
+    assert stalled.status_code == 503 and stalled.json() == {
+        "error": "the server is stopping; send the request again"
+    }
+    assert late.status_code == 503 and late.json() == {"error": "the server is stopping"}
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_every_info_route_answers_get_and_head(method: str) -> None:
+    with TestClient(create_app(BrokenEngine(), Settings())) as client:
+        for path in ["/", "/health", "/languages", "/frontend/settings"]:
+            answer = client.request(method, path)
+            assert answer.status_code == 200, path
+            assert (answer.content == b"") == (method == "HEAD"), path
         assert client.options(
             "/translate", headers={"Origin": "https://example.org", "Access-Control-Request-Method": "POST"}
         ).headers["access-control-allow-origin"] in ("*", "https://example.org")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from mt_cli.serve.batcher import Batcher, Closed, QueueFull
+from mt_cli.serve.batcher import Batcher, Closed, EngineFailed, QueueFull
 
 
 class FakeEngine:
@@ -118,37 +118,98 @@ def test_close_answers_every_accepted_request_then_refuses_new_ones() -> None:
     run(scenario)
 
 
-def test_an_engine_failure_answers_its_batch_and_the_batcher_goes_on() -> None:
+def test_an_engine_failure_fails_only_the_request_at_fault_and_the_batcher_goes_on() -> None:
     async def scenario() -> None:
         engine = FakeEngine(fail_on="boom")
         batcher = await _started(engine, wait=0.05)
+        requests = [["ok", "fine"], ["boom"], ["also ok"]]
         results = await asyncio.gather(
-            batcher.translate(["ok"]), batcher.translate(["boom"]), return_exceptions=True
+            *(batcher.translate(lines) for lines in requests), return_exceptions=True
         )
-        assert all(isinstance(result, RuntimeError) for result in results)
+        assert results[0] == ["OK", "FINE"] and results[2] == ["ALSO OK"]
+        assert isinstance(results[1], EngineFailed) and isinstance(results[1].cause, RuntimeError)
+        # One call for the batch, then each request alone: the failure stays with its request.
+        assert engine.calls == [["ok", "fine", "boom", "also ok"], ["ok", "fine"], ["boom"], ["also ok"]]
+        stats = batcher.stats
+        assert (stats.retried_batches, stats.failed_requests, stats.requests, stats.lines) == (1, 1, 2, 3)
         assert await batcher.translate(["fine"]) == ["FINE"]
         await batcher.close()
 
     run(scenario)
 
 
-def test_a_request_whose_client_left_is_not_decoded() -> None:
+def test_an_engine_that_drops_lines_fails_the_request_not_the_batcher() -> None:
+    async def scenario() -> None:
+        batcher = Batcher(lambda lines: lines[1:], max_queue=10, wait=0, batch_lines=8)
+        await batcher.start()
+        with pytest.raises(EngineFailed, match="returned 0 lines for 1"):
+            await batcher.translate(["a"])
+        assert batcher.stats.failed_requests == 1 and batcher.queued_lines == 0
+        await batcher.close()
+
+    run(scenario)
+
+
+def test_a_request_whose_client_left_is_not_decoded_and_frees_its_queue_place() -> None:
     async def scenario() -> None:
         engine = FakeEngine()
         engine.gate.clear()
-        batcher = await _started(engine, wait=0)
+        batcher = await _started(engine, wait=0, max_queue=4)
         first = asyncio.ensure_future(batcher.translate(["first"]))
         while not engine.entered.is_set():
             await asyncio.sleep(0.001)
-        gone = asyncio.ensure_future(batcher.translate(["gone"]))
+        gone = asyncio.ensure_future(batcher.translate(["gone", "gone too", "and gone"]))
         kept = asyncio.ensure_future(batcher.translate(["kept"]))
         await asyncio.sleep(0)
+        assert batcher.queued_lines == 4
         gone.cancel()
+        await asyncio.sleep(0)
+        assert batcher.queued_lines == 1  # its three places are free before its turn comes
+        later = asyncio.ensure_future(batcher.translate(["x", "y", "z"]))
         engine.gate.set()
-        assert await first == ["FIRST"] and await kept == ["KEPT"]
+        assert await first == ["FIRST"] and await kept == ["KEPT"] and await later == ["X", "Y", "Z"]
         await batcher.close()
-        assert engine.calls == [["first"], ["kept"]]
+        assert engine.calls == [["first"], ["kept", "x", "y", "z"]]
+        assert (batcher.stats.dropped_requests, batcher.stats.dropped_lines) == (1, 3)
         assert batcher.pending_requests == 0 and batcher.queued_lines == 0
+
+    run(scenario)
+
+
+def test_drain_answers_what_it_can_in_the_grace_period_and_closed_to_the_rest() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine(seconds=0.3)
+        batcher = await _started(engine, wait=0, batch_lines=1)
+        requests = [asyncio.ensure_future(batcher.translate([f"r{i}"])) for i in range(6)]
+        while not engine.entered.is_set():
+            await asyncio.sleep(0.001)
+        batcher.drain(1.0)  # no decode seen yet: requests may start until 1.0 - 0.5 s
+        with pytest.raises(Closed):
+            await batcher.translate(["late"])
+        results = await asyncio.gather(*requests, return_exceptions=True)
+        await batcher.close()
+        answered = [result for result in results if isinstance(result, list)]
+        assert answered == [[f"R{i}"] for i in range(len(answered))] and 2 <= len(answered) <= 3
+        assert all(isinstance(result, Closed) for result in results[len(answered) :])
+        assert engine.calls == [[f"r{i}"] for i in range(len(answered))]
+
+    run(scenario)
+
+
+def test_drain_answers_a_request_still_decoding_when_the_grace_period_ends() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine(seconds=0.6)
+        batcher = await _started(engine, wait=0)
+        decoding = asyncio.ensure_future(batcher.translate(["slow"]))
+        while not engine.entered.is_set():
+            await asyncio.sleep(0.001)
+        started = time.monotonic()
+        batcher.drain(0.2)
+        with pytest.raises(Closed):
+            await decoding
+        assert 0.15 < time.monotonic() - started < 0.5  # at the grace period, not the decode's end
+        await batcher.close()  # waits for the engine call, which is never cut
+        assert engine.calls == [["slow"]] and batcher.pending_requests == 0
 
     run(scenario)
 

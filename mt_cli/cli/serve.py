@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import errno
-import signal
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
@@ -24,15 +22,13 @@ from mt_cli.cli.engines import ComputeType, ComputeTypeOption, EngineOption
 from mt_cli.decode.engine import EngineKind
 from mt_cli.errors import InputError, RunFailure
 
-if TYPE_CHECKING:
-    from fastapi import FastAPI
-
 HostOption = option(str, help="Address to listen on (0.0.0.0: every IPv4 interface).")
 PortOption = option(int, min=0, max=65535, help="Port to listen on (0: any free one, shown at startup).")
 ApiKeysOption = option(
     Path | None,
     "--api-keys",
-    help="File of API keys, one a line: then /translate and /detect need one (403).",
+    help="File of API keys, one a line (a line starting with # is a comment): then /translate and "
+    "/detect need one (403).",
 )
 MaxCharsOption = option(int, min=1, help="Characters one request may send, all its texts together (400).")
 BatchWaitOption = option(
@@ -40,6 +36,27 @@ BatchWaitOption = option(
 )
 MaxQueueOption = option(
     int, min=1, help="Lines waiting for the engine; a request that does not fit gets 429."
+)
+MaxRequestLinesOption = option(
+    int | None,
+    min=1,
+    help="Lines one request may send (400 past it), so one request cannot hold the whole queue "
+    "(default: half of --max-queue).",
+)
+TimeoutReadOption = option(
+    float,
+    min=0.1,
+    help="Seconds a client has to send a request's headers (else the connection is closed), "
+    "and again its body (else 408).",
+)
+TimeoutKeepAliveOption = option(float, min=0.1, help="Seconds an idle connection is kept open.")
+TimeoutGracefulShutdownOption = option(
+    float,
+    min=0.0,
+    help="Seconds from SIGTERM to exit: accepted requests are answered within it, the rest get 503.",
+)
+LimitConcurrencyOption = option(
+    int | None, min=1, help="Requests handled at once; more get 503 (default: no limit but the queue)."
 )
 LISTEN_BACKLOG = 2048  # uvicorn's default: connections made while the model loads wait here
 
@@ -58,12 +75,18 @@ def serve(
     max_chars: MaxCharsOption = 5000,
     batch_wait_ms: BatchWaitOption = 5.0,
     max_queue: MaxQueueOption = 1024,
+    max_request_lines: MaxRequestLinesOption = None,
+    timeout_read: TimeoutReadOption = 10.0,
+    timeout_keep_alive: TimeoutKeepAliveOption = 5.0,
+    timeout_graceful_shutdown: TimeoutGracefulShutdownOption = 8.0,
+    limit_concurrency: LimitConcurrencyOption = None,
 ) -> None:
     """Serve the LibreTranslate HTTP API over a trained run, and a page to try it at /.
 
     Endpoints: POST /translate and /detect; GET /languages, /frontend/settings and /health.
 
-    Concurrent requests are decoded together. SIGTERM answers every accepted request, then exits 0.
+    Concurrent requests are decoded together. SIGTERM answers the accepted requests within
+    --timeout-graceful-shutdown, then exits 0.
 
     Exit codes: 2 a bad option or --api-keys file; 3 the port is in use or the server failed; 130 Ctrl-C.
     """
@@ -72,14 +95,20 @@ def serve(
     try:
         from mt_cli.cli.engines import open_engine
         from mt_cli.serve.app import Settings, create_app
+        from mt_cli.serve.server import serve as run_server
 
         model = open_engine(run, engine, checkpoint, device, compute_type)
         settings = Settings(
             max_chars=max_chars,
             max_queue=max_queue,
+            max_request_lines=max_request_lines,
             batch_wait_ms=batch_wait_ms,
             beam_size=beam,
             api_keys=keys,
+            timeout_read=timeout_read,
+            timeout_keep_alive=timeout_keep_alive,
+            timeout_graceful_shutdown=timeout_graceful_shutdown,
+            limit_concurrency=limit_concurrency,
         )
         url = _url(listener)
         beam_size = model.beam_size if beam is None else beam
@@ -87,7 +116,8 @@ def serve(
             f"mt serve: {model.src_lang} -> {model.tgt_lang} at {url} "
             f"({engine.value} engine, beam {beam_size}, {model.origin})"
         )
-        _run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener)
+        if not run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener, settings):
+            raise RunFailure("the server did not start; see the messages above")
     finally:
         listener.close()
 
@@ -96,7 +126,8 @@ def _read_keys(path: Path) -> frozenset[str]:
     from mt_cli.files import check_input_file, read_lines
 
     check_input_file(path, "--api-keys")
-    keys = frozenset(line.strip() for line in read_lines(path) if line.strip())
+    # A comment line is no key: "# staging" would otherwise let anyone who sends it in.
+    keys = frozenset(key for line in read_lines(path) if (key := line.strip()) and not key.startswith("#"))
     if not keys:
         raise InputError(f"--api-keys {path} holds no key; write one key a line")
     return keys
@@ -129,27 +160,6 @@ def _listen(host: str, port: int) -> socket.socket:
 def _url(listener: socket.socket) -> str:
     host, port = listener.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def _run_server(app: FastAPI, listener: socket.socket) -> None:
-    """Run uvicorn on ``listener`` until SIGTERM (return) or Ctrl-C (KeyboardInterrupt), both graceful."""
-    import uvicorn
-
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-
-    def stop(signum: int, frame: object) -> None:
-        # uvicorn restores this handler after its graceful shutdown and raises SIGTERM again:
-        # catching it here makes a stop by SIGTERM exit 0 instead of dying by the signal.
-        server.should_exit = True
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        server.run(sockets=[listener])
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if not server.started:
-        raise RunFailure("the server did not start; see the messages above")
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,10 @@ A body is JSON (``Content-Type: application/json``) or a form (url-encoded, as l
 and ``curl -d`` send it, or multipart, as a browser's ``FormData`` does); for a form the query
 string counts too, as it does in LibreTranslate's Flask app. Every mistake is an ``ApiError``
 with the HTTP status the server answers, ``{"error": message}`` as the body: 400 for a bad
-field, 403 for a key, 413 for a body over the limit. The choices LibreTranslate leaves open:
+field, for JSON nested too deeply, or for text that cannot be encoded as UTF-8 (a lone surrogate,
+which a JSON escape can make) in any field; 403 for a key (``body.py`` reads the body, with its
+413, 408 and 503). A message repeats a client's value only through ``show``. The choices
+LibreTranslate leaves open:
 
 * ``format`` is ``text`` (the default); ``html`` is refused with 400 rather than decoded as
   text, because this model would translate the markup as words and break it.
@@ -18,23 +21,26 @@ field, 403 for a key, 413 for a body over the limit. The choices LibreTranslate 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
-DRAIN_LIMIT = 4 << 20  # bytes of an oversized body read and dropped, so the client can read its 413
 CONFIDENCE = 100.0  # LibreTranslate's scale (percent) for a language it was told, not guessed
 
 
 class ApiError(Exception):
-    """A request the server refuses: the status and the one-line message of ``{"error": ...}``."""
+    """A request the server refuses: the status, the one-line message of ``{"error": ...}`` and
+    any headers the answer needs (``Connection: close`` where the rest of the request is unread)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class Pair:
     source: str
     target: str
     max_chars: int  # characters of all of a request's texts together
-    max_lines: int  # lines of one request: more could never fit in the queue
+    max_lines: int  # lines of one request: its share of the queue, so it cannot starve the others
 
 
 @dataclass(frozen=True)
@@ -77,46 +83,63 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-async def read_fields(request: Request, max_body: int) -> dict[str, Any]:
-    """The request's fields from its JSON object or its form (plus the query string)."""
-    body = await read_body(request, max_body)
+async def read_fields(request: Request, body: bytes) -> dict[str, Any]:
+    """The request's fields from its JSON object or its form (plus the query string), every text
+    in them checked to be encodable."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json" or content_type.endswith("+json"):
-        return _json_fields(body)
-    if content_type in ("", "application/x-www-form-urlencoded", "multipart/form-data"):
+        fields = _json_fields(body)
+    elif content_type in ("", "application/x-www-form-urlencoded", "multipart/form-data"):
         fields = _multi_dict(request.query_params.multi_items())
         if body:
             fields.update(await _form_fields(request, body))
-        return fields
-    raise ApiError(400, f"unsupported Content-Type {content_type}: send JSON or a form")
+    else:
+        raise ApiError(400, f"unsupported Content-Type {show(content_type)}: send JSON or a form")
+    check_encodable(fields)
+    return fields
 
 
-async def read_body(request: Request, max_body: int) -> bytes:
-    """The whole body, or a 413 as soon as the declared or the received size passes ``max_body``."""
-    declared = request.headers.get("content-length")
-    # One iterator for reading and draining: a second request.stream() raises once the last chunk
-    # has arrived, which made a refused streamed body a 500 whenever it arrived whole.
-    stream = request.stream()
-    if declared is not None and declared.isdigit() and int(declared) > max_body:
-        await _drain(stream, 0)
-        raise ApiError(413, f"the request body ({declared} bytes) is over this server's {max_body} bytes")
-    chunks, size = [], 0
-    async for chunk in stream:
-        size += len(chunk)
-        if size > max_body:
-            await _drain(stream, size)
-            raise ApiError(413, f"the request body is over this server's {max_body} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+def check_encodable(fields: dict[str, Any]) -> None:
+    """A 400 naming the field if a name or any text in a value (at any depth) cannot be encoded
+    as UTF-8: JSON's "\\ud800" escapes decode to lone surrogates, which SentencePiece refuses
+    (inside a batch, failing every request in it) and no answer could repeat."""
+    for name, value in fields.items():
+        if not _encodable(name):
+            raise ApiError(400, f"invalid request: the field name {show(name)} is not valid UTF-8 text")
+        if not _all_encodable(value):
+            raise ApiError(400, f"invalid request: {show(name)} is not valid UTF-8 text (a lone surrogate)")
 
 
-async def _drain(stream: AsyncIterator[bytes], size: int) -> None:
-    """Read and drop the rest of a refused body (up to a cap): a server that closes a connection
-    with unread data makes the client's kernel reset it, and the client would lose the 413."""
-    async for chunk in stream:
-        size += len(chunk)
-        if size > DRAIN_LIMIT:
-            return
+def _all_encodable(value: Any) -> bool:
+    """Whether every string in ``value`` (JSON: lists and objects at any depth, keys included)
+    can be encoded; not recursive, since JSON may be nested as deep as the parser allows."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                return False
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return True
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def show(text: str, limit: int = 40) -> str:
+    """``text`` as an error message repeats it: cut to ``limit`` characters, and any character
+    UTF-8 cannot hold written as an escape, so the answer itself can always be encoded."""
+    cut = text if len(text) <= limit else text[:limit] + "..."
+    return cut.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _json_fields(body: bytes) -> dict[str, Any]:
@@ -124,6 +147,8 @@ def _json_fields(body: bytes) -> dict[str, Any]:
         fields = json.loads(body)
     except ValueError as err:  # bad JSON and bytes that are not UTF-8 alike
         raise ApiError(400, f"invalid JSON body: {err}") from None
+    except RecursionError:  # the parser recurses per level: "[" * 60000 exhausts the stack
+        raise ApiError(400, "invalid JSON body: nested too deeply") from None
     if not isinstance(fields, dict):
         raise ApiError(400, "invalid JSON body: expected an object of fields")
     return fields
@@ -135,12 +160,16 @@ async def _form_fields(request: Request, body: bytes) -> dict[str, Any]:
 
     try:
         form = await Request(request.scope, replay).form()
-    except Exception as err:  # the form parser's failures on a malformed body are the client's mistake
-        raise ApiError(400, f"invalid form body: {err}") from None
-    for _, value in form.multi_items():
-        if not isinstance(value, str):
+    except HTTPException as err:  # Starlette's 400 for a malformed form (in an app's scope)
+        raise ApiError(400, f"invalid form body: {err.detail}") from None
+    except MultiPartException as err:  # the same outside an app (a bare scope)
+        raise ApiError(400, f"invalid form body: {err.message}") from None
+    try:
+        if any(not isinstance(value, str) for _, value in form.multi_items()):
             raise ApiError(400, "file fields are not accepted; send q as text")
-    return _multi_dict(form.multi_items())  # type: ignore[arg-type]
+        return _multi_dict(form.multi_items())  # type: ignore[arg-type]
+    finally:
+        await form.close()  # an uploaded file is spooled to a temporary file
 
 
 def _multi_dict(items: list[tuple[str, str]]) -> dict[str, Any]:
@@ -171,20 +200,26 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
     texts, batch = _texts(fields, pair)
     source, target = _text_field(fields, "source"), _text_field(fields, "target")
     if source not in (pair.source, "auto"):
-        raise ApiError(400, f"{source} is not supported as a source language; this server has {pair.source}")
+        raise ApiError(
+            400, f"{show(source)} is not supported as a source language; this server has {pair.source}"
+        )
     if target != pair.target:
         raise ApiError(
             400,
-            f"{source} -> {target} is not available; this server translates {pair.source} -> {pair.target}",
+            f"{show(source)} -> {show(target)} is not available; "
+            f"this server translates {pair.source} -> {pair.target}",
         )
-    text_format = fields.get("format") or "text"
+    text_format = _text_field(fields, "format", default="text")
     if text_format == "html":
         raise ApiError(400, "html format is not supported: this server translates plain text (format=text)")
     if text_format != "text":
-        raise ApiError(400, f"{text_format} format is not supported; send format=text")
+        raise ApiError(400, f"{show(text_format)} format is not supported; send format=text")
     request = TranslateRequest(texts, batch, auto=source == "auto")
-    if len(request.lines()) > pair.max_lines:
-        raise ApiError(400, f"q has {len(request.lines())} lines, over this server's {pair.max_lines}")
+    lines = len(request.lines())
+    if lines > pair.max_lines:
+        raise ApiError(
+            400, f"invalid request: q has {lines} lines, over this server's {pair.max_lines} per request"
+        )
     return request
 
 
@@ -208,9 +243,12 @@ def _texts(fields: dict[str, Any], pair: Pair) -> tuple[list[str], bool]:
     return texts, batch
 
 
-def _text_field(fields: dict[str, Any], name: str) -> str:
+def _text_field(fields: dict[str, Any], name: str, default: str | None = None) -> str:
+    """The string field ``name``; a 400 if it is missing (unless it has a default) or not a string."""
     value = fields.get(name)
     if value is None or value == "":
+        if default is not None:
+            return default
         raise ApiError(400, f"invalid request: missing {name} parameter")
     if not isinstance(value, str):
         raise ApiError(400, f"invalid request: {name} must be a string")

@@ -1,30 +1,36 @@
 """The FastAPI app: LibreTranslate's endpoints over one engine, its requests micro-batched.
 
 Endpoints (LibreTranslate's schemas): ``POST /translate``, ``POST /detect``, ``GET /languages``,
-``GET /frontend/settings``, plus ``GET /health`` and the page at ``/``. Every error answer is
-``{"error": message}``: 400 bad input (FastAPI's own 422 included), 403 key, 404/405 route,
-413 body too big, 429 queue full, 503 stopping; 500 only when the engine itself fails.
+``GET /frontend/settings``, plus ``GET /health`` and the page at ``/`` (each GET answers HEAD
+too, as load balancers probe). Every error answer is ``{"error": message}`` (``handlers.py``):
+400 bad input, 403 key, 404/405 route, 408 body too slow, 413 body too big, 429 queue full,
+503 stopping or over ``--limit-concurrency``; 500 only for mt's own failures.
+
+A request's body is read under the size limit and the read timeout (``body.py``); while it waits
+for the batcher, a client that hangs up cancels it, and its lines leave the queue undecoded.
+``app.state.stop()`` begins a stop (``server.py`` calls it on SIGTERM): bodies still arriving
+are answered 503, queued requests are decoded within the grace period, the rest answered 503.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.resources
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse, JSONResponse
-from starlette.exceptions import HTTPException
+from fastapi.responses import HTMLResponse
 
 from mt_cli.decode.engine import Engine
-from mt_cli.serve import api
-from mt_cli.serve.batcher import Batcher, Closed, QueueFull
+from mt_cli.serve import api, body
+from mt_cli.serve.batcher import Batcher, EngineFailed
+from mt_cli.serve.handlers import Guard, add_error_handlers
 
 logger = logging.getLogger("mt.serve")
 
@@ -39,20 +45,33 @@ FRONTEND_TIMEOUT_MS = 500  # LibreTranslate's default pause after typing before 
 
 @dataclass(frozen=True)
 class Settings:
-    """What ``mt serve``'s options set; the defaults are the command's."""
+    """What ``mt serve``'s options set; the defaults are the command's (docs/reference.md says why)."""
 
     max_chars: int = 5000  # characters of one request's q, all texts together
     max_queue: int = 1024  # lines accepted and waiting for the engine; more is a 429
+    max_request_lines: int | None = None  # lines of one request (400 past it); None: half the queue
     batch_wait_ms: float = 5.0  # how long the batcher waits for more requests after the first
     batch_lines: int = 256  # lines that close a batch before the wait is over
     beam_size: int | None = None  # None: the engine's own (the model card's)
     api_keys: frozenset[str] = frozenset()  # empty: no key needed
+    timeout_read: float = 10.0  # seconds for a request's headers, and again for its body
+    timeout_keep_alive: float = 5.0  # seconds an idle connection is kept open (uvicorn's default)
+    timeout_graceful_shutdown: float = 8.0  # seconds from SIGTERM to exit (under Docker's 10 s)
+    limit_concurrency: int | None = None  # requests handled at once (503 past it); None: no limit
 
     @property
     def max_body(self) -> int:
         """Bytes of a request body: 12 per character (a 4-byte character %-encoded in a form is
         12 bytes, escaped in JSON as a surrogate pair also 12) plus 16 KiB for the other fields."""
         return 12 * self.max_chars + (16 << 10)
+
+    @property
+    def request_lines(self) -> int:
+        """The most lines one request may send: at most the queue, by default half of it, so one
+        request can never hold the whole queue and starve every other client."""
+        if self.max_request_lines is not None:
+            return min(self.max_request_lines, self.max_queue)
+        return max(1, self.max_queue // 2)
 
 
 def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] | None = None) -> FastAPI:
@@ -65,7 +84,11 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         settings.batch_lines,
         engine.parallel_batches,
     )
-    pair = api.Pair(engine.src_lang, engine.tgt_lang, settings.max_chars, settings.max_queue)
+    pair = api.Pair(engine.src_lang, engine.tgt_lang, settings.max_chars, settings.request_lines)
+    stopping = asyncio.Event()
+    # python-multipart logs a warning for each malformed multipart body: a client's mistake,
+    # already answered 400, and any client could fill the log with them.
+    logging.getLogger("python_multipart").setLevel(logging.ERROR)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -78,65 +101,55 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
             # uvicorn has waited for the open requests; anything still queued is answered first.
             await batcher.close()
 
+    def stop() -> None:
+        """Begin a stop: no more bodies read, the queue answered within the grace period."""
+        stopping.set()
+        batcher.drain(settings.timeout_graceful_shutdown)
+
     app = FastAPI(title="mt serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.batcher = batcher
+    app.state.stop = stop
+    # Added first, so it sits inside CORS: its 500 and 503 answers carry the CORS headers too.
+    app.add_middleware(Guard, limit=settings.limit_concurrency)
     # LibreTranslate answers every origin, so pages and browser extensions elsewhere can call it.
     app.add_middleware(
-        CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST"], allow_headers=["*"]
+        CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "HEAD", "POST"], allow_headers=["*"]
     )
-    _add_error_handlers(app)
-    _add_api_routes(app, batcher, pair, settings)
+    add_error_handlers(app)
+
+    async def read_fields(request: Request) -> dict[str, Any]:
+        content = await body.read_body(
+            request.receive, request.headers, settings.max_body, settings.timeout_read, stopping
+        )
+        return await api.read_fields(request, content)
+
+    _add_api_routes(app, batcher, pair, settings, read_fields)
     _add_info_routes(app, batcher, pair, settings)
     return app
 
 
-def _add_error_handlers(app: FastAPI) -> None:
-    """Every refusal as ``{"error": message}`` with its status, FastAPI's own ones included."""
-
-    def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-        return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-    @app.exception_handler(api.ApiError)
-    async def api_error(request: Request, err: api.ApiError) -> JSONResponse:
-        return error(err.status, err.message)
-
-    @app.exception_handler(QueueFull)
-    async def queue_full(request: Request, err: QueueFull) -> JSONResponse:
-        return error(429, f"Slowdown: {err}", {"Retry-After": "1"})
-
-    @app.exception_handler(Closed)
-    async def closed(request: Request, err: Closed) -> JSONResponse:
-        return error(503, str(err), {"Connection": "close"})
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, err: HTTPException) -> JSONResponse:
-        return error(err.status_code, str(err.detail), err.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, err: RequestValidationError) -> JSONResponse:
-        first = err.errors()[0] if err.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        return error(400, f"invalid request: {where} {first.get('msg', '')}".strip())
-
-
-def _add_api_routes(app: FastAPI, batcher: Batcher, pair: api.Pair, settings: Settings) -> None:
+def _add_api_routes(
+    app: FastAPI,
+    batcher: Batcher,
+    pair: api.Pair,
+    settings: Settings,
+    read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
+) -> None:
     @app.post("/translate")
     async def translate(request: Request) -> dict[str, Any]:
-        fields = await api.read_fields(request, settings.max_body)
+        fields = await read_fields(request)
         api.check_key(fields, settings.api_keys)
         job = api.parse_translate(fields, pair)
         try:
-            outputs = await batcher.translate(job.lines())
-        except (QueueFull, Closed):
-            raise
-        except Exception as err:  # the engine failed on input that passed every check: a bug, logged
-            logger.exception("translation failed")
-            raise api.ApiError(500, f"Cannot translate text: {err}") from None
+            outputs = await body.unless_client_leaves(request.receive, batcher.translate(job.lines()))
+        except EngineFailed as err:  # input that passed every check failed alone: mt's bug, one line
+            logger.error("mt serve: the engine failed on one request: %s", err)
+            raise api.ApiError(500, f"Cannot translate text: {api.show(str(err.cause), 200)}") from None
         return job.answer(outputs, pair.source)
 
     @app.post("/detect")
     async def detect(request: Request) -> list[dict[str, Any]]:
-        fields = await api.read_fields(request, settings.max_body)
+        fields = await read_fields(request)
         api.check_key(fields, settings.api_keys)
         api.parse_detect(fields, pair)
         return [{"confidence": api.CONFIDENCE, "language": pair.source}]
@@ -145,18 +158,18 @@ def _add_api_routes(app: FastAPI, batcher: Batcher, pair: api.Pair, settings: Se
 def _add_info_routes(app: FastAPI, batcher: Batcher, pair: api.Pair, settings: Settings) -> None:
     page = importlib.resources.files("mt_cli.serve").joinpath("page.html").read_text(encoding="utf-8")
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
     async def index() -> str:
         return page
 
-    @app.get("/languages")
+    @app.api_route("/languages", methods=["GET", "HEAD"])
     async def languages() -> list[dict[str, Any]]:
         return [
             {"code": pair.source, "name": _name(pair.source), "targets": [pair.target]},
             {"code": pair.target, "name": _name(pair.target), "targets": []},
         ]
 
-    @app.get("/frontend/settings")
+    @app.api_route("/frontend/settings", methods=["GET", "HEAD"])
     async def frontend_settings() -> dict[str, Any]:
         keys = bool(settings.api_keys)
         return {
@@ -173,7 +186,7 @@ def _add_info_routes(app: FastAPI, batcher: Batcher, pair: api.Pair, settings: S
             },
         }
 
-    @app.get("/health")
+    @app.api_route("/health", methods=["GET", "HEAD"])
     async def health() -> dict[str, Any]:
         stats = batcher.stats
         return {
@@ -186,6 +199,10 @@ def _add_info_routes(app: FastAPI, batcher: Batcher, pair: api.Pair, settings: S
             "requests": stats.requests,
             "lines": stats.lines,
             "largestBatch": stats.largest_batch,
+            "retriedBatches": stats.retried_batches,
+            "failedRequests": stats.failed_requests,
+            "droppedRequests": stats.dropped_requests,
+            "droppedLines": stats.dropped_lines,
         }
 
 

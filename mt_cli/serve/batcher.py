@@ -6,18 +6,29 @@ batch holds ``batch_lines`` lines, runs ONE ``translate`` call on all of them in
 single-thread executor (the engine is never called twice at once, and the event loop keeps
 accepting requests while it decodes), and hands each request its own slice of the answers.
 
-``close()`` refuses new work, then waits until every accepted request is answered: a server
-stopping on SIGTERM drains the queue before it exits.
+One request's text never fails another's: if a batch's call raises, each of its requests is
+decoded again alone, and only the ones that still fail get the error (``EngineFailed``).
+
+A request whose caller stopped waiting (the client hung up: its task was cancelled) gives its
+place in the queue back at once and is not decoded; ``Stats.dropped_*`` count such requests.
+
+``drain(grace)`` refuses new work and answers what is queued, as long as it can start
+decoding before the grace period ends (less the longest decode seen, so the last batch still
+finishes in time); what is still waiting then is answered ``Closed``, and so is whatever is
+unanswered when the grace period ends. ``close()`` waits until every accepted request is
+answered and the engine is idle, then stops.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 Translate = Callable[[list[str]], list[str]]
+DRAIN_MARGIN_S = 0.5  # kept free at the end of a grace period beyond the longest decode seen
 
 
 class QueueFull(Exception):
@@ -25,13 +36,22 @@ class QueueFull(Exception):
 
 
 class Closed(Exception):
-    """The batcher is stopping and takes no new requests."""
+    """The batcher is stopping and takes no new requests (or could not reach this one in time)."""
 
 
-@dataclass
+class EngineFailed(Exception):
+    """The engine raised on this request's lines decoded alone: the error is mt's, not the client's."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(" ".join(f"{type(cause).__name__}: {cause}".split()))  # one line, for the log
+        self.cause = cause
+
+
+@dataclass(eq=False)  # compared by identity: jobs are kept in a set
 class _Job:
     lines: list[str]
     future: asyncio.Future[list[str]] = field(repr=False)
+    queued: bool = True  # its lines still count in ``queued_lines``
 
 
 @dataclass
@@ -42,12 +62,18 @@ class Stats:
     requests: int = 0
     lines: int = 0
     largest_batch: int = 0  # the most requests one engine call answered
+    longest_decode_s: float = 0.0  # the slowest engine call, what a stop must leave time for
+    retried_batches: int = 0  # batches that failed and were decoded again request by request
+    failed_requests: int = 0  # requests the engine failed on even alone
+    dropped_requests: int = 0  # requests nobody waited for any more when their turn came
+    dropped_lines: int = 0
 
-    def add(self, requests: int, lines: int) -> None:
+    def add(self, requests: int, lines: int, seconds: float) -> None:
         self.batches += 1
         self.requests += requests
         self.lines += lines
         self.largest_batch = max(self.largest_batch, requests)
+        self.longest_decode_s = max(self.longest_decode_s, seconds)
 
 
 class Batcher:
@@ -64,12 +90,15 @@ class Batcher:
         self._wait = wait
         self._batch_lines = batch_lines
         self._queue: asyncio.Queue[_Job] = asyncio.Queue()
+        self._waiting: set[_Job] = set()  # queued, not yet taken for a batch
+        self._unanswered: set[_Job] = set()  # accepted, future not yet resolved (decoding or not)
         self.queued_lines = 0  # lines accepted and not yet handed to the engine
         self.pending_requests = 0  # requests accepted and not yet answered
         self.stats = Stats()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._deadlines: list[asyncio.TimerHandle] = []
 
     async def start(self) -> None:
         """Start the gathering task on the running loop (the server's, in its startup)."""
@@ -79,7 +108,8 @@ class Batcher:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="mt-batcher")
 
     async def translate(self, lines: list[str]) -> list[str]:
-        """The translations of ``lines``, in order, decoded along with whatever else is waiting."""
+        """The translations of ``lines``, in order, decoded along with whatever else is waiting.
+        Cancelling the call (a client that left) takes the lines out of the queue."""
         if self._closing or self._task is None:
             raise Closed("the server is stopping")
         if self.queued_lines + len(lines) > self.max_queue:
@@ -87,23 +117,57 @@ class Batcher:
                 f"the queue is full ({self.queued_lines} of {self.max_queue} lines waiting); retry shortly"
             )
         job = _Job(lines, asyncio.get_running_loop().create_future())
+        job.future.add_done_callback(lambda _: self._unqueue(job))
+        job.future.add_done_callback(lambda _: self._unanswered.discard(job))
         self.queued_lines += len(lines)
         self.pending_requests += 1
+        self._waiting.add(job)
+        self._unanswered.add(job)
         self._queue.put_nowait(job)
         try:
             return await job.future
         finally:
             self.pending_requests -= 1
 
+    def drain(self, grace: float) -> None:
+        """Take no new requests; answer the queued ones that can start decoding within ``grace``
+        seconds less the longest decode seen, and ``Closed`` to the rest when that time is up, and
+        to any still unanswered when ``grace`` is up (a decode running then is not stopped, but
+        its requests are answered, so the server can close their connections in time)."""
+        self._closing = True
+        if not self._deadlines:
+            loop = asyncio.get_running_loop()
+            last_start = max(0.0, grace - self.stats.longest_decode_s - DRAIN_MARGIN_S)
+            self._deadlines = [
+                loop.call_later(last_start, self._expire, self._waiting),
+                loop.call_later(grace, self._expire, self._unanswered),
+            ]
+
     async def close(self) -> None:
         """Take no new requests, answer every accepted one, then stop the task and the thread."""
         self._closing = True
         await self._queue.join()  # each job is marked done once its future is resolved
+        for deadline in self._deadlines:
+            deadline.cancel()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         if self._executor is not None:
             self._executor.shutdown(wait=True)
+
+    @staticmethod
+    def _expire(jobs: set[_Job]) -> None:
+        for job in list(jobs):
+            if not job.future.done():
+                job.future.set_exception(Closed("the server is stopping and could not decode this in time"))
+
+    def _unqueue(self, job: _Job) -> None:
+        """The job left the queue (taken for a batch, or answered or cancelled while waiting):
+        its lines no longer count against the queue's room."""
+        self._waiting.discard(job)
+        if job.queued:
+            job.queued = False
+            self.queued_lines -= len(job.lines)
 
     async def _run(self) -> None:
         """Gather a batch whenever a decoding slot is free; requests wait in the queue meanwhile,
@@ -126,9 +190,10 @@ class Batcher:
                 self._queue.task_done()
 
     async def _gather(self) -> list[_Job]:
-        """The first waiting job and those that arrive within ``wait`` seconds, up to the line budget."""
+        """The first waiting job and those that arrive within ``wait`` seconds, up to the line budget.
+        Jobs nobody waits for any more count nothing against the budget."""
         jobs = [await self._take()]
-        lines = len(jobs[0].lines)
+        lines = _wanted_lines(jobs[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._wait
         while lines < self._batch_lines:
@@ -143,39 +208,72 @@ class Batcher:
             else:
                 job = self._take_nowait()
             jobs.append(job)
-            lines += len(job.lines)
+            lines += _wanted_lines(job)
         return jobs
 
     async def _take(self) -> _Job:
         job = await self._queue.get()
-        self.queued_lines -= len(job.lines)
+        self._unqueue(job)
         return job
 
     def _take_nowait(self) -> _Job:
         job = self._queue.get_nowait()
-        self.queued_lines -= len(job.lines)
+        self._unqueue(job)
         return job
 
     async def _decode(self, jobs: list[_Job]) -> None:
-        """One engine call for the jobs still wanted; each future gets its slice or the error."""
+        """One engine call for the jobs still wanted; each future gets its slice. If the call
+        raises, each job is decoded alone, so the error reaches only the request(s) at fault."""
         live = [job for job in jobs if not job.future.done()]  # a client that left is not decoded for
+        for job in jobs:
+            if job.future.done():
+                self.stats.dropped_requests += 1
+                self.stats.dropped_lines += len(job.lines)
         if not live:
             return
-        lines = [line for job in live for line in job.lines]
-        loop = asyncio.get_running_loop()
         try:
-            outputs = await loop.run_in_executor(self._executor, self._translate_lines, lines)
-            if len(outputs) != len(lines):
-                raise RuntimeError(f"the engine returned {len(outputs)} lines for {len(lines)}")
-        except Exception as err:  # the engine's failure is every waiting request's answer, not the task's end
+            outputs = await self._call([line for job in live for line in job.lines], len(live))
+        except EngineFailed as err:
+            if len(live) == 1:
+                self._fail(live[0], err)
+                return
+            self.stats.retried_batches += 1
             for job in live:
-                if not job.future.done():
-                    job.future.set_exception(err)
+                if job.future.done():  # its client left while the batch ran
+                    continue
+                try:
+                    outputs = await self._call(job.lines, 1)
+                except EngineFailed as alone:
+                    self._fail(job, alone)
+                else:
+                    if not job.future.done():  # answered Closed by a stop's deadline meanwhile
+                        job.future.set_result(outputs)
             return
-        self.stats.add(len(live), len(lines))
         start = 0
         for job in live:
             end = start + len(job.lines)
             if not job.future.done():
                 job.future.set_result(outputs[start:end])
             start = end
+
+    async def _call(self, lines: list[str], requests: int) -> list[str]:
+        """The engine's translations of ``lines`` (in the executor), or ``EngineFailed``."""
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        try:
+            outputs = await loop.run_in_executor(self._executor, self._translate_lines, lines)
+        except Exception as err:  # whatever the engine raises is its failure on these lines
+            raise EngineFailed(err) from err
+        if len(outputs) != len(lines):
+            raise EngineFailed(RuntimeError(f"the engine returned {len(outputs)} lines for {len(lines)}"))
+        self.stats.add(requests, len(lines), time.monotonic() - started)
+        return outputs
+
+    def _fail(self, job: _Job, err: EngineFailed) -> None:
+        self.stats.failed_requests += 1
+        if not job.future.done():
+            job.future.set_exception(err)
+
+
+def _wanted_lines(job: _Job) -> int:
+    return 0 if job.future.done() else len(job.lines)

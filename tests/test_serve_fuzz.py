@@ -1,0 +1,231 @@
+"""A property-based fuzz of the HTTP API: Hypothesis makes requests (arbitrary JSON values, text
+with lone surrogates, field names and types, form and multipart bodies, bytes, content types,
+query strings, methods and paths) and the app, in-process over a fast fake engine, must answer
+each within a few seconds, never 500, and every answer of 400 or more as JSON ``{"error": str}``.
+
+``scripts/serve-fuzz.py`` runs the same property for many more cases (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import threading
+import urllib.parse
+from collections.abc import Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mt_cli.serve.app import Settings, create_app
+
+ANSWER_TIMEOUT_S = 10  # far above any answer of the fake engine: longer is a hang
+
+
+class FastEngine:
+    """de -> en that upper-cases; fails (a 500) if a line could not be encoded, as SentencePiece does."""
+
+    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 1, "a fake", 1
+
+    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
+        for line in lines:
+            line.encode("utf-8")
+        return [line.upper() for line in lines]
+
+
+@dataclass
+class InProcess:
+    """The app on its own event loop in a thread (startup and shutdown run), spoken to by httpx."""
+
+    app: Any
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
+    statuses: collections.Counter[int] = field(default_factory=collections.Counter)
+
+    def __post_init__(self) -> None:
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self._stop = asyncio.Event()
+        self._call(self._start())
+
+    async def _start(self) -> None:
+        ready = asyncio.Event()
+
+        async def lifespan() -> None:
+            async with self.app.router.lifespan_context(self.app):
+                ready.set()
+                await self._stop.wait()
+
+        self._lifespan = asyncio.ensure_future(lifespan())
+        await ready.wait()
+        transport = httpx.ASGITransport(app=self.app)
+        self.http = httpx.AsyncClient(transport=transport, base_url="http://fuzz")
+
+    def _call(self, coroutine: Any, timeout: float = ANSWER_TIMEOUT_S) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def request(self, method: str, path: str, **arguments: Any) -> httpx.Response:
+        """The answer, or a test failure if none comes within ANSWER_TIMEOUT_S."""
+        try:
+            response = self._call(self.http.request(method, path, **arguments))
+        except FutureTimeout:
+            pytest.fail(f"no answer within {ANSWER_TIMEOUT_S} s to {method} {path} {arguments!r:.300}")
+        self.statuses[response.status_code] += 1
+        return response
+
+    def close(self) -> None:
+        async def stop() -> None:
+            await self.http.aclose()
+            self._stop.set()
+            await self._lifespan
+
+        self._call(stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def server() -> InProcess:
+    """The app under fuzz: small limits, so that sizes are refused often too."""
+    return InProcess(create_app(FastEngine(), Settings(max_chars=300, max_queue=64)))
+
+
+# Text as clients may send it: any code point, lone surrogates (from JSON escapes) included.
+any_text = st.text(st.characters(exclude_categories=["Cn"]), max_size=40)
+surrogates = st.characters(categories=["Cs"])
+texts = st.one_of(
+    any_text,
+    st.builds(lambda before, bad, after: before + bad + after, any_text, surrogates, any_text),
+    st.sampled_from(["", "de", "en", "auto", "text", "html", "Ein Hund.", "a\nb\r\n", "\n", "x\udfff"]),
+)
+sentences = texts.filter(bool)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | texts,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(texts, children, max_size=4),
+    max_leaves=12,
+)
+field_names = st.sampled_from(["q", "source", "target", "format", "api_key", "alternatives"]) | texts
+content_types = st.sampled_from(
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=fuzz",
+        "multipart/form-data",
+        "text/plain",
+        "application/ld+json",
+        "",
+    ]
+) | st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30)
+CONTENT_TYPES = {
+    "json": "application/json",
+    "form": "application/x-www-form-urlencoded",
+    "multipart": "multipart/form-data; boundary=fuzz",
+}
+MUTATIONS = ["field", "field", "drop", "route", "content-type", "body", "body", "query"]
+
+
+def _quote(value: Any) -> str:
+    """A form value's percent-encoding; a lone surrogate becomes bytes that are not UTF-8."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return urllib.parse.quote(text.encode("utf-8", "surrogatepass"))
+
+
+def _form(pairs: list[tuple[str, Any]]) -> bytes:
+    return "&".join(f"{_quote(name)}={_quote(value)}" for name, value in pairs).encode()
+
+
+def _multipart(pairs: list[tuple[str, Any]], files: bool) -> bytes:
+    parts = []
+    for name, value in pairs:
+        text = value if isinstance(value, str) else json.dumps(value)
+        filename = '; filename="f.txt"' if files else ""
+        disposition = f'Content-Disposition: form-data; name="{name}"{filename}'
+        parts.append(f"--fuzz\r\n{disposition}\r\n\r\n{text}\r\n".encode("utf-8", "surrogatepass"))
+    return b"".join(parts) + b"--fuzz--\r\n"
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
+    """(method, path, httpx arguments) of one request: a good /translate request (JSON, form or
+    multipart) with up to four mutations (a field set to any value, a field dropped, another
+    route or method, another content type, another body, a query string), so that cases reach
+    every check and, unmutated, the engine."""
+    data: dict[str, Any] = {
+        "q": draw(st.one_of(sentences, sentences, st.lists(sentences, min_size=1, max_size=4))),
+        "source": draw(st.sampled_from(["de", "auto"])),
+        "target": "en",
+    }
+    if draw(st.booleans()):
+        data["format"] = "text"
+    method, path = "POST", "/translate"
+    kind = draw(st.sampled_from(["json", "json", "form", "multipart"]))
+    content_type: str | None = CONTENT_TYPES[kind]
+    body: bytes | None = None
+    query: dict[str, Any] = {}
+    for mutation in draw(st.lists(st.sampled_from(MUTATIONS), max_size=4)):
+        if mutation == "field":
+            data[draw(field_names)] = draw(st.one_of(texts, json_values))
+        elif mutation == "drop" and data:
+            del data[draw(st.sampled_from(sorted(data)))]
+        elif mutation == "route":
+            method = draw(st.sampled_from(["POST", "GET", "HEAD", "PUT", "OPTIONS", "DELETE"]))
+            path = draw(
+                st.sampled_from(["/", "/detect", "/health", "/languages", "/frontend/settings", "/translate"])
+                | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20).map(
+                    lambda p: "/" + p.replace("?", "")
+                )
+            )
+        elif mutation == "content-type":
+            content_type = draw(st.none() | content_types)
+        elif mutation == "body":
+            body = draw(
+                st.binary(max_size=200)
+                | st.builds(lambda value: json.dumps(value).encode(), json_values)
+                | st.builds(  # deeper than Python's parser recurses (past about 1,000)
+                    lambda opening, depth: opening * depth,
+                    st.sampled_from([b"[", b'{"q":', b'{"q": ["x", ']),
+                    st.sampled_from([1_500, 3_000]) | st.integers(1, 3_000),
+                )
+            )
+        elif mutation == "query":
+            query[draw(field_names)] = draw(texts)
+    if body is None:
+        pairs = [(str(name), value) for name, value in data.items()]
+        if kind == "json":
+            body = json.dumps(data).encode()
+        else:
+            body = _form(pairs) if kind == "form" else _multipart(pairs, files=draw(st.booleans()))
+    if query:
+        path += "?" + _form(list(query.items())).decode()
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    return method, path, {"content": body, "headers": headers}
+
+
+def check_answer(response: httpx.Response, method: str) -> None:
+    """The property: no 500, and every error answered as JSON {"error": a string}."""
+    assert response.status_code != 500, response.text
+    if response.status_code >= 400 and method != "HEAD":
+        body = response.json()
+        assert list(body) == ["error"] and isinstance(body["error"], str) and body["error"]
+    if response.status_code == 200 and method == "POST" and response.request.url.path == "/translate":
+        assert "translatedText" in response.json()
+
+
+def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json() -> None:
+    running = server()
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+    @given(request=requests())
+    def answers_well(request: tuple[str, str, dict[str, Any]]) -> None:
+        method, path, arguments = request
+        check_answer(running.request(method, path, **arguments), method)
+
+    try:
+        answers_well()
+    finally:
+        running.close()
+    # A fuzz that never got past the parser, or never refused, would prove little.
+    assert running.statuses[200] >= 10 and running.statuses[400] >= 10, running.statuses
