@@ -4,6 +4,7 @@ The package has one wing per stage, and imports go one way, downwards (checked i
 import-linter, the contracts in pyproject.toml):
 
     cli                      the Typer commands: parse arguments, call one function, print
+    api                      the Python API the commands call: load, Model and the result types
     tools                    mt bench, the textbook baseline, plots: beside the core, never imported by it
     train                    the run directory around the loop, the AMP loop, validation, schedule
     decode                   search, the translator (lines in, lines out), sacreBLEU scoring
@@ -20,4 +21,67 @@ processes calls data, not the other way round). Inference reads a model's card, 
 training recipe. Heavy imports (datasets, matplotlib) happen inside the functions that need them.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# The public API (docs/api.md): these names are a promise; everything else is private by
+# convention. They load on first use (PEP 562), so `import mt_cli` and `mt --help` stay fast
+# and never import torch.
+_PUBLIC = {
+    "load": "mt_cli.api",
+    "Model": "mt_cli.api",
+    "Translation": "mt_cli.decode.results",
+    "Hypothesis": "mt_cli.decode.results",
+    "Score": "mt_cli.decode.results",
+    "Alignment": "mt_cli.decode.results",
+    "TranslateOptions": "mt_cli.decode.results",
+    "Sampling": "mt_cli.decode.sampling",
+    "EngineKind": "mt_cli.decode.engine",
+    "ComputeType": "mt_cli.runtime.precision",
+    "MtError": "mt_cli.errors",
+    "InputError": "mt_cli.errors",
+    "CheckpointError": "mt_cli.errors",
+    "RunFailure": "mt_cli.errors",
+}
+
+__all__ = [
+    "__version__",
+    "load",
+    "Model",
+    "Translation",
+    "Hypothesis",
+    "Score",
+    "Alignment",
+    "TranslateOptions",
+    "Sampling",
+    "EngineKind",
+    "ComputeType",
+    "MtError",
+    "InputError",
+    "CheckpointError",
+    "RunFailure",
+]
+
+if TYPE_CHECKING:
+    from mt_cli.api import Model, load
+    from mt_cli.decode.engine import EngineKind
+    from mt_cli.decode.results import Alignment, Hypothesis, Score, TranslateOptions, Translation
+    from mt_cli.decode.sampling import Sampling
+    from mt_cli.errors import CheckpointError, InputError, MtError, RunFailure
+    from mt_cli.runtime.precision import ComputeType
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'mt_cli' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value  # the next lookup finds it without coming here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

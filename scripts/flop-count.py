@@ -15,6 +15,7 @@ import gzip
 import sys
 from pathlib import Path
 
+from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 
 NAIVE_BATCH = 128
@@ -36,7 +37,7 @@ def ours(beam: int) -> tuple[float, float, list[int]]:
     model.step = lambda tokens, cache, *a, **k: (rows.append(tokens.numel()), step(tokens, cache, *a, **k))[1]
     model.encode = lambda src, mask: (encoded.append(tuple(src.shape)), encode(src, mask))[1]
     try:
-        hyps = translator.translate(lines, beam_size=beam)
+        hyps = translator.translate(lines, TranslateOptions(beam=beam))
     finally:
         model.step, model.encode = step, encode
     encoder = sum(b * s for b, s in encoded) * (enc_layers * encoder_position + layers * cross_kv)
@@ -44,7 +45,7 @@ def ours(beam: int) -> tuple[float, float, list[int]]:
     print(
         f"ours, beam {beam}: {len(rows)} steps, {sum(rows):,} decoder rows x steps, encoder batches {encoded}"
     )
-    return encoder, decoder, [len(h[0].tokens) + 1 for h in hyps]
+    return encoder, decoder, [len(t.best.tokens) + 1 for t in hyps]
 
 
 greedy_enc, greedy_dec, outputs = ours(1)

@@ -20,6 +20,10 @@ from mt_cli.decode.search import cross_attention
         (["▁Ein", "▁Hund", "▁läuft", "."], [0, 1, 2, 2]),
         (["▁Zwei", "▁jung", "e", "▁Männer", "▁", "(", "x", ")"], [0, 1, 1, 2, 3, 3, 3, 3]),
         (["ab", "c", "▁d"], [0, 0, 1]),  # a first piece without "▁" still starts word 0
+        # A piece that is only "▁" is a space: "▁red ▁ ▁ ." is "red  .", two words; at the end
+        # it stays with the word before.
+        (["▁red", "▁", "▁", "."], [0, 1, 1, 1]),
+        (["▁a", "▁"], [0, 0]),
         ([], []),
     ],
 )

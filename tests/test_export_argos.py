@@ -13,6 +13,7 @@ import pytest
 
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.engine import output_limit
+from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
 from mt_cli.export.argos import export_argos, package_file
@@ -108,7 +109,7 @@ def test_argos_translates_as_mt(fp32: Translator, argos: dict, lines: list[str])
     # length penalty, on the lines that ended before mt's length limit (Argos has none).
     engine = CTranslate2Engine(installed_model(argos), threads=1)
     expected = engine.translate_lines(lines, beam_size=ARGOS_BEAM, length_penalty=ARGOS_LENGTH_PENALTY)
-    hyps = fp32.with_length_penalty(ARGOS_LENGTH_PENALTY).translate(lines, beam_size=ARGOS_BEAM)
+    hyps = fp32.translate(lines, TranslateOptions(beam=ARGOS_BEAM, length_penalty=ARGOS_LENGTH_PENALTY))
     dec, positions = fp32.card.decode, fp32.card.model.max_positions
     limits = [
         output_limit(len(ids), dec.max_len_a, dec.max_len_b, positions)
@@ -117,7 +118,8 @@ def test_argos_translates_as_mt(fp32: Translator, argos: dict, lines: list[str])
     ended = [
         i
         for i, (hyp, limit) in enumerate(zip(hyps, limits))
-        if len(hyp[0].tokens) < limit - 1 and "⁇" not in expected[i]  # Argos copies a source piece for <unk>
+        # Argos copies a source piece for <unk>
+        if len(hyp.best.tokens) < limit - 1 and "⁇" not in expected[i]
     ]
     assert len(ended) >= 12
     translations = argos["translations"]

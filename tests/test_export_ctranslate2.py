@@ -12,6 +12,7 @@ import torch
 
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.engine import output_limit
+from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
 from mt_cli.export.ctranslate2 import POSITIONS, Quantization, export_ctranslate2
@@ -37,9 +38,11 @@ def exported(fp32: Translator, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 def test_float32_greedy_equals_mt_token_for_token(fp32: Translator, exported: Path, sentences) -> None:
     engine = CTranslate2Engine(exported)
-    ours = [h[0].tokens for h in fp32.translate(sentences, beam_size=1)]
+    ours = [t.best.tokens for t in fp32.translate(sentences, TranslateOptions(beam=1))]
+    theirs = [t.best.tokens for t in engine.translate(sentences, TranslateOptions(beam=1))]
+    assert theirs == ours
     theirs = engine.translate_lines(sentences, beam_size=1)
-    assert theirs == fp32.tgt_tok.decode(ours)
+    assert theirs == fp32.translate_lines(sentences, beam_size=1)
     assert theirs[-3] == ""  # an empty line stays empty
 
 
@@ -49,15 +52,15 @@ def test_float32_beam_search_equals_mt(fp32: Translator, exported: Path, sentenc
     # reach the length limit end differently (mt scores a forced EOS there, CTranslate2 stops),
     # so only lines that ended on their own are compared; a tiny model has a few runaways.
     engine = CTranslate2Engine(exported)
-    hyps = fp32.with_length_penalty(alpha).translate(sentences, beam_size=4)
+    found = fp32.translate(sentences, TranslateOptions(beam=4, length_penalty=alpha))
     theirs = engine.translate_lines(sentences, beam_size=4, length_penalty=alpha)
     dec = fp32.card.decode
     limits = [
         output_limit(len(ids), dec.max_len_a, dec.max_len_b, fp32.card.model.max_positions)
         for ids in fp32.encode_sources(sentences, warn=lambda message: None)
     ]
-    ended = [i for i, (h, limit) in enumerate(zip(hyps, limits)) if len(h[0].tokens) < limit - 1]
-    ours = fp32.tgt_tok.decode([h[0].tokens for h in hyps])
+    ended = [i for i, (t, limit) in enumerate(zip(found, limits)) if len(t.best.tokens) < limit - 1]
+    ours = [t.text for t in found]
     assert len(ended) >= 40
     assert [theirs[i] for i in ended] == [ours[i] for i in ended]
 

@@ -19,6 +19,7 @@ from transformers.models.marian.modeling_marian import MarianSinusoidalPositiona
 from mt_cli.config import ModelConfig
 from mt_cli.data.batch import collate, target_ids
 from mt_cli.decode.engine import output_limit
+from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.huggingface import export_huggingface, marian_model, residual_permutation
@@ -133,7 +134,10 @@ def test_greedy_generate_gives_mt_greedy_tokens_and_text(
 ) -> None:
     """Per-sentence limits: sentences sharing mt's limit are generated as one padded batch with
     ``max_new_tokens`` that limit, so those mt cut short (EOS forced) are compared too."""
-    expected = [hyps[0].tokens for hyps in translator.translate(german, beam_size=1)]
+    expected = [
+        translator.tgt_tok.sp.piece_to_id(list(t.best.tokens))
+        for t in translator.translate(german, TranslateOptions(beam=1))
+    ]
     sources = translator.encode_sources(german, warn=lambda message: None)
     groups: dict[int, list[int]] = defaultdict(list)
     for i, ids in enumerate(sources):
@@ -167,7 +171,7 @@ def test_auto_classes_load_the_export_and_beam_search_gives_mt_beams(
     lines = german[:12]
     beam = translator.card.decode.beam_size
     assert model.generation_config.num_beams == beam > 1
-    expected = translator.translate_text(lines, beam_size=beam)
+    expected = translator.translate_lines(lines, beam_size=beam)
     sources = translator.encode_sources(lines, warn=lambda message: None)
     got = []
     for line, ids in zip(lines, sources, strict=True):
@@ -193,7 +197,7 @@ if _has_translation_pipeline():  # transformers 4 only: 5 removed the task, so t
 
         translate = transformers.pipelines.pipeline("translation", model=str(exported), device="cpu")
         lines = german[:2]
-        expected = translator.translate_text(lines, beam_size=1)
+        expected = translator.translate_lines(lines, beam_size=1)
         sources = translator.encode_sources(lines, warn=lambda message: None)
         for line, ids, text in zip(lines, sources, expected, strict=True):
             limit = mt_limit(translator, len(ids))

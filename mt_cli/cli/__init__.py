@@ -1,7 +1,7 @@
 """The ``mt`` command line: argument parsing and calls, nothing else.
 
 One module per group of commands: ``recipe`` (prepare, train, config), ``translation``
-(translate, eval) and ``tools`` (average, bench, plot). Heavy modules (torch, datasets,
+(translate, eval), ``scoring`` (score) and ``tools`` (average, bench, plot). Heavy modules (torch, datasets,
 matplotlib) are imported inside the commands that need them, so ``mt --help`` starts fast.
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from mt_cli import __version__
-from mt_cli.cli import export, recipe, serve, tools, translation
+from mt_cli.cli import export, recipe, scoring, serve, tools, translation
 from mt_cli.cli.common import app
 
 
@@ -38,7 +38,7 @@ def _main(
     """
 
 
-for module in (recipe, translation, tools, export, serve):
+for module in (recipe, translation, scoring, tools, export, serve):
     module.register(app)
 
 

@@ -22,13 +22,31 @@ from mt_cli.cli.common import (
     user_errors,
     warn,
 )
-from mt_cli.cli.engines import ComputeType, ComputeTypeOption, EngineOption, open_engine
+from mt_cli.cli.decoding import (
+    AlignmentLayerOption,
+    AlignOption,
+    SampleOption,
+    SeedOption,
+    TemperatureOption,
+    TopKOption,
+    TopPOption,
+    TranslateJsonOption,
+)
+from mt_cli.cli.engines import (
+    ComputeType,
+    ComputeTypeOption,
+    EngineOption,
+    EnsembleOption,
+    EnsembleWeightsOption,
+    open_model,
+)
 from mt_cli.decode.engine import EngineKind
 from mt_cli.errors import InputError, RunFailure
 from mt_cli.files import AtomicTextOutput, check_input_file, check_output_path
 
 if TYPE_CHECKING:
-    from mt_cli.decode.translator import Translator
+    from mt_cli.decode.engine import Engine
+    from mt_cli.decode.results import Translation
 
 TextArgument = Annotated[
     str | None, typer.Argument(help="Text to translate (default: stdin, a sentence a line).")
@@ -65,22 +83,34 @@ def translate(
     device: DeviceOption = "auto",
     engine: EngineOption = EngineKind.MT,
     compute_type: ComputeTypeOption = ComputeType.DEFAULT,
+    ensemble: EnsembleOption = None,
+    ensemble_weights: EnsembleWeightsOption = None,
+    sample: SampleOption = False,
+    top_k: TopKOption = None,
+    top_p: TopPOption = None,
+    temperature: TemperatureOption = None,
+    seed: SeedOption = None,
+    align: AlignOption = False,
+    alignment_layer: AlignmentLayerOption = None,
+    as_json: TranslateJsonOption = False,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
-    The run and every path are checked before input is read; at a terminal each line is answered at once.
+    The run, every path and option are checked before input is read; at a terminal each line is
+    answered at once. --n-best prints Moses rows (i ||| text ||| score), --align appends Pharaoh
+    word alignments (||| 0-0 1-2 ...), --json one object per line.
     """
     from tqdm import tqdm
 
-    from mt_cli.decode.translator import Translator
+    from mt_cli.cli.decoding import sampling_from, translation_lines
 
     _check_paths(text, input_file, output_file, attention)
-    if engine is not EngineKind.MT and (n_best > 1 or attention is not None):
-        raise InputError("--n-best and --attention need --engine mt")
-    model = open_engine(run, engine, checkpoint, device, compute_type)
-    beam_size = model.card.decode.beam_size if beam is None else beam
-    if n_best > beam_size:
-        raise InputError(f"--n-best {n_best} cannot exceed the beam size {beam_size}")
+    sampling = sampling_from(sample, top_k, top_p, temperature, seed)
+    if engine is not EngineKind.MT and attention is not None:
+        raise InputError("--attention needs --engine mt")
+    model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
+    options = (beam, n_best, length_penalty, sampling, align, alignment_layer)
+    model.options(*options)  # checked before a line of input is read: one line, nothing written
 
     chunks, total = _input_chunks(text, input_file, buffer_size)
     output = AtomicTextOutput(output_file) if output_file is not None else None
@@ -88,19 +118,13 @@ def translate(
     quiet = True if output is None and sys.stdout.isatty() else None  # None: tqdm shows a bar on a terminal
     try:
         with tqdm(total=total, desc="translating", unit="line", leave=False, disable=quiet) as bar:
-            if isinstance(model, Translator):
-                translator = model.with_length_penalty(length_penalty)
-                for number, (chunk, hyps, out) in enumerate(
-                    translator.stream(chunks, beam_size, n_best, warn)
-                ):
-                    _write(sink, out, output_file)
-                    if attention is not None and number == 0:
-                        _plot_attention(translator, chunk[0], hyps[0][0].tokens, attention)
-                    bar.update(len(chunk))
-            else:
-                for chunk in chunks:
-                    _write(sink, model.translate_lines(chunk, beam_size, length_penalty, warn), output_file)
-                    bar.update(len(chunk))
+            done = 0
+            for translations in model.translate_stream(chunks, *options):
+                _write(sink, translation_lines(translations, done, n_best > 1, align, as_json), output_file)
+                if attention is not None and done == 0:
+                    _plot_attention(model.engine, translations[0], attention)
+                done += len(translations)
+                bar.update(len(translations))
         if output is not None:
             output.commit()
     finally:
@@ -148,10 +172,10 @@ def _input_chunks(
     return batched(stream_lines(sys.stdin.buffer, "standard input"), size), None
 
 
-def _plot_attention(translator: Translator, line: str, tokens: list[int], path: Path) -> None:
+def _plot_attention(engine: Engine, translation: Translation, path: Path) -> None:
     from mt_cli.tools.plots import plot_attention
 
-    plot_attention(*translator.attention(line, tokens), path)
+    plot_attention(*engine.attention(translation.source, translation.best.tokens), path)
     warn(f"attention heatmap written to {path}")
 
 
@@ -171,6 +195,8 @@ def evaluate(
     output_file: HypothesesOption = None,
     engine: EngineOption = EngineKind.MT,
     compute_type: ComputeTypeOption = ComputeType.DEFAULT,
+    ensemble: EnsembleOption = None,
+    ensemble_weights: EnsembleWeightsOption = None,
 ) -> None:
     """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a run on a split or files, or --hyp."""
     from mt_cli.decode.evaluate import evaluate_run, score_files
@@ -194,8 +220,8 @@ def evaluate(
         return
     output = AtomicTextOutput(output_file) if output_file is not None else None
     try:
-        model = open_engine(run, engine, checkpoint, device, compute_type)
-        result = evaluate_run(model, split, src, ref, beam, length_penalty)
+        model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
+        result = evaluate_run(model.engine, split, src, ref, beam, length_penalty)
         if output is not None:
             output.write("".join(h + "\n" for h in result.evaluation.hypotheses))
             output.commit()

@@ -64,14 +64,30 @@ def attention_matrix(
 
 
 def piece_to_word(pieces: Sequence[str]) -> list[int]:
-    """The 0-based word index of each SentencePiece piece: a piece starting with "▁" starts a
-    word, others continue the previous one (the first piece always starts word 0)."""
+    """The 0-based word index of each SentencePiece piece, counting the words that splitting the
+    detokenized text on whitespace gives: a piece starting with "▁" starts a word, others continue
+    the previous one (the first piece always starts word 0).
+
+    A piece that is only "▁" is a space, not a word: "▁ ▁ ." detokenizes to "  .", one word. So
+    it belongs to the word that follows it (or, at the end, to the one before).
+    """
     words: list[int] = []
-    index = -1
-    for piece in pieces:
-        if index < 0 or piece.startswith(WORD_START):
-            index += 1
+    spaces: list[int] = []  # positions of the pieces that are only "▁"
+    index, boundary = -1, True
+    for position, piece in enumerate(pieces):
+        boundary = boundary or piece.startswith(WORD_START)
+        if not piece.lstrip(WORD_START):
+            spaces.append(position)
+        elif boundary or index < 0:
+            index, boundary = index + 1, False
         words.append(index)
+    following = max(index, 0)
+    for position in reversed(range(len(words))):  # a space takes the index of the word after it
+        if spaces and spaces[-1] == position:
+            spaces.pop()
+            words[position] = following
+        else:
+            following = words[position]
     return words
 
 

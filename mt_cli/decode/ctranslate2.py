@@ -5,6 +5,10 @@ CTranslate2 with mt's tokenization, source cut and output length limit, so that 
 CTranslate2 caps output length per batch, not per sentence, so sentences are decoded in groups
 that share mt's limit (``max_len_a * source length + max_len_b``); CTranslate2 counts the limit
 without EOS, mt with it. ``ctranslate2`` (the ``export`` extra) is imported when an engine opens.
+Scores are CTranslate2's own: beam scores use the same length penalty as mt's, forced decoding is
+``score_batch``. Sampling is mt's sampler over CTranslate2's logits (``ctranslate2_sampling``),
+so that a line's sample depends on the seed and the line only. Alignments are mt's alone: an
+export keeps the attention of one head (CTranslate2's default), not the mean over heads.
 """
 
 from __future__ import annotations
@@ -12,20 +16,42 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from mt_cli.config import ModelCard, card_from_dict
-from mt_cli.decode.engine import CardEngine, output_limit, source_pieces
-from mt_cli.errors import CheckpointError
+from mt_cli.decode.engine import (
+    CardEngine,
+    Warn,
+    check_pairs,
+    ignore,
+    output_limit,
+    source_pieces,
+    target_pieces,
+)
+from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
+from mt_cli.errors import CheckpointError, InputError
 from mt_cli.layout import ExportFiles
+from mt_cli.runtime.precision import ComputeType
 from mt_cli.text.tokenizer import Tokenizer
+
+NO_ALIGNMENT = (
+    "--align needs --engine mt: a CTranslate2 export gives the attention of one head, "
+    "not the mean over heads that mt aligns with"
+)
 
 
 class CTranslate2Engine(CardEngine):
     """An exported model: ``Engine`` over ``ctranslate2.Translator``."""
 
-    def __init__(self, model_dir: Path, device: str = "cpu", compute_type: str = "default", threads: int = 0):
+    def __init__(
+        self,
+        model_dir: Path,
+        device: str = "cpu",
+        compute_type: ComputeType | str = ComputeType.DEFAULT,
+        threads: int = 0,
+    ):
         import ctranslate2
 
         card_path = model_dir / ExportFiles.CARD
@@ -43,7 +69,7 @@ class CTranslate2Engine(CardEngine):
             self.translator = ctranslate2.Translator(
                 str(model_dir),
                 device=device,
-                compute_type=compute_type,
+                compute_type=ComputeType(compute_type).value,
                 inter_threads=self.workers,
                 intra_threads=1 if on_cpu else threads,
             )
@@ -58,40 +84,70 @@ class CTranslate2Engine(CardEngine):
     def parallel_batches(self) -> int:
         return self.workers
 
-    def translate_lines(
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        if options.align:
+            raise InputError(NO_ALIGNMENT)
+        return options.resolved(self.card.decode)
+
+    def translate(
         self,
         lines: Sequence[str],
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
-        warn: Callable[[str], None] = lambda message: None,
-    ) -> list[str]:
-        """The ``Engine`` interface: one translation per line, in order."""
-        dec = self.card.decode
-        beam = dec.beam_size if beam_size is None else beam_size
-        alpha = dec.length_penalty if length_penalty is None else length_penalty
-        sources = source_pieces(self.src_tok, lines, self.card.model.max_positions, warn)
-        outputs: list[list[int]] = [[] for _ in sources]
-        # Every group is submitted before any is awaited, so the translator's workers take them
-        # side by side (one limit per call: CTranslate2 has one max_decoding_length per batch).
-        submitted = [
+        options: TranslateOptions = DEFAULT_OPTIONS,
+        warn: Warn = ignore,
+        first_line: int = 1,
+    ) -> list[Translation]:
+        options = self.resolve(options)
+        sources = source_pieces(self.src_tok, lines, self.card.model.max_positions, warn, first_line)
+        found: list[list[tuple[list[str], float]]] = [[([], 0.0)] for _ in sources]
+        groups = self._groups_by_limit(sources)
+        if options.sampling is not None:
+            from mt_cli.decode.ctranslate2_sampling import sample
+
+            for limit, group in groups.items():
+                sampled = sample(self, [sources[i] for i in group], [lines[i] for i in group], limit, options)
+                for index, hypothesis in zip(group, sampled):
+                    found[index] = [hypothesis]
+        else:
+            for group, results in self._searched(sources, groups, options):
+                for index, result in zip(group, results, strict=True):
+                    found[index] = list(zip(result.result().hypotheses, result.result().scores))
+        return [
+            Translation(
+                line,
+                tuple(
+                    Hypothesis(text, tuple(pieces), score)
+                    for (pieces, score), text in zip(hyps, self._detokenize([p for p, _ in hyps]))
+                ),
+            )
+            for line, hyps in zip(lines, found)
+        ]
+
+    def _searched(
+        self, sources: list[list[int]], groups: dict[int, list[int]], options: TranslateOptions
+    ) -> list[tuple[list[int], list[Any]]]:
+        """Beam or greedy search of each group, every group submitted before any is awaited, so
+        that the translator's workers take them side by side (one limit per call: CTranslate2 has
+        one max_decoding_length per batch)."""
+        return [
             (
                 group,
                 self.translator.translate_batch(
                     [self.src_tok.sp.id_to_piece(sources[i]) for i in group],
-                    beam_size=beam,
-                    length_penalty=alpha,
+                    beam_size=options.beam_size,
+                    num_hypotheses=options.n_best,
+                    length_penalty=options.alpha,
+                    return_scores=True,
                     max_decoding_length=limit - 1,  # CTranslate2 counts words, mt words and EOS
-                    max_batch_size=dec.max_tokens // beam,
+                    max_batch_size=self.card.decode.max_tokens // options.beam_size,
                     batch_type="tokens",
                     asynchronous=True,
                 ),
             )
-            for limit, group in self._groups_by_limit(sources).items()
+            for limit, group in groups.items()
         ]
-        for group, results in submitted:
-            for index, result in zip(group, results, strict=True):
-                outputs[index] = [self.tgt_tok.sp.piece_to_id(p) for p in result.result().hypotheses[0]]
-        return self.tgt_tok.decode(outputs)
+
+    def _detokenize(self, pieces: list[list[str]]) -> list[str]:
+        return self.tgt_tok.decode([[self.tgt_tok.sp.piece_to_id(p) for p in row] for row in pieces])
 
     def _groups_by_limit(self, sources: list[list[int]]) -> dict[int, list[int]]:
         """Indices of the non-empty sources by their output limit (over 1: room for a word)."""
@@ -102,3 +158,45 @@ class CTranslate2Engine(CardEngine):
             if ids and limit > 1:
                 groups[limit].append(index)
         return groups
+
+    def score(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        per_token: bool = False,
+        warn: Warn = ignore,
+        first_line: int = 1,
+    ) -> list[Score]:
+        check_pairs(sources, targets)
+        positions = self.card.model.max_positions
+        src_ids = source_pieces(self.src_tok, sources, positions, warn, first_line)
+        tgt_ids = target_pieces(self.tgt_tok, targets, positions, warn, first_line)
+        results = self.translator.score_batch(
+            [self.src_tok.sp.id_to_piece(ids) for ids in src_ids],
+            [self.tgt_tok.sp.id_to_piece(ids) for ids in tgt_ids],
+            max_batch_size=self.card.decode.max_tokens,
+            batch_type="tokens",
+        )
+        return [
+            Score(
+                source,
+                target,
+                sum(result.log_probs),
+                len(result.log_probs),  # the target pieces, then EOS
+                tuple(zip(result.tokens, result.log_probs)) if per_token else None,
+            )
+            for source, target, result in zip(sources, targets, results, strict=True)
+        ]
+
+    def align(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        layer: int | None = None,
+        warn: Warn = ignore,
+        first_line: int = 1,
+    ) -> list[Alignment]:
+        raise InputError(NO_ALIGNMENT)
+
+    def attention(self, source: str, target: Sequence[str], layer: int | None = None) -> NoReturn:
+        raise InputError("--attention needs --engine mt: a CTranslate2 export keeps one head's attention")

@@ -1,23 +1,35 @@
-"""The one interface every consumer of a trained model talks to: lines in, lines out.
+"""The one interface every consumer of a trained model talks to, whatever the engine.
 
-``mt translate``, ``mt eval``, ``mt bench`` and ``mt serve`` hold an ``Engine`` and never ask
-which one it is. Two implementations: ``Translator`` (mt's own PyTorch model) and
-``CTranslate2Engine`` (a model exported with ``mt export --format ctranslate2``). Both split
-the lines into SentencePiece pieces, append EOS to each source, cut sources to the model's
-positions, decode with the same search (the length penalty divides a finished hypothesis's
-summed log-probability by its length, EOS included, to the power alpha, as CTranslate2, fairseq
-and Hugging Face do) and cap the output at ``max_len_a * source length + max_len_b`` tokens.
+``mt translate``, ``mt score``, ``mt eval``, ``mt bench``, ``mt serve`` and the Python API
+(``mt_cli.api``) hold an ``Engine`` and never ask which one it is. The implementations:
+``Translator`` (mt's own PyTorch model, or through ``members.ensemble_of`` an ensemble of them)
+and ``CTranslate2Engine`` (a model exported with ``mt export --format ctranslate2``). All split
+lines into SentencePiece pieces, append EOS to each source, cut sources to the model's positions,
+decode with the same search (the length penalty divides a finished hypothesis's summed log-
+probability by its length, EOS included, to the power alpha, as CTranslate2, fairseq and Hugging
+Face do) and cap the output at ``max_len_a * source length + max_len_b`` tokens. Results are the
+types of ``results``; turning them into text (Moses n-best, Pharaoh, JSON) is the command line's
+job.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from mt_cli.config import ModelCard
+from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Score, TranslateOptions, Translation
+from mt_cli.errors import InputError
 from mt_cli.text.tokenizer import Tokenizer
+
+Warn = Callable[[str], None]  # hears of each line cut to the model's positions
+
+
+def ignore(message: str) -> None:
+    """The default ``warn``: say nothing."""
 
 
 class EngineKind(str, enum.Enum):
@@ -28,13 +40,18 @@ class EngineKind(str, enum.Enum):
 
 
 class Engine(Protocol):
-    """A translation model for one language pair, with the decoding it was tuned with."""
+    """A translation model for one language pair, with the decoding it was tuned with.
+
+    Every method takes lines in and gives one result per line, in order; ``warn`` hears of each
+    source (or target) cut to the model's positions, its line numbered from ``first_line`` (for
+    input that arrives in chunks). Bad options or input raise ``InputError``.
+    """
 
     card: ModelCard  # languages, corpus, and the decoding the model was tuned with
 
     @property
     def origin(self) -> str:
-        """Where the weights came from (a checkpoint file, an export directory)."""
+        """Where the weights came from (a checkpoint file, an export directory, ensemble members)."""
         ...
 
     @property
@@ -50,7 +67,52 @@ class Engine(Protocol):
 
     @property
     def parallel_batches(self) -> int:
-        """How many ``translate_lines`` calls may usefully run at once, from as many threads."""
+        """How many calls may usefully run at once, from as many threads."""
+        ...
+
+    @property
+    def tokenizers(self) -> tuple[str, str]:
+        """Fingerprints (SHA-256 of the SentencePiece model bytes) of the source and target tokenizers."""
+        ...
+
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        """``options`` with the card's defaults filled in; an ``InputError`` if this engine
+        cannot do what they ask (checked before any line is read)."""
+        ...
+
+    def translate(
+        self, lines: Sequence[str], options: TranslateOptions = ..., warn: Warn = ..., first_line: int = 1
+    ) -> list[Translation]:
+        """One ``Translation`` per line; an empty line gives one empty hypothesis."""
+        ...
+
+    def score(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        per_token: bool = False,
+        warn: Warn = ...,
+        first_line: int = 1,
+    ) -> list[Score]:
+        """The log-probability of each target given its source (forced decoding)."""
+        ...
+
+    def align(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        layer: int | None = None,
+        warn: Warn = ...,
+        first_line: int = 1,
+    ) -> list[Alignment]:
+        """Word alignments between each source and its given target."""
+        ...
+
+    def attention(
+        self, source: str, target: Sequence[str], layer: int | None = None
+    ) -> tuple[list[str], list[str], Any]:
+        """(source pieces, target pieces, (T, S) cross-attention) for one source and target pieces,
+        EOS included on both sides: what ``mt translate --attention`` draws."""
         ...
 
     def translate_lines(
@@ -58,18 +120,19 @@ class Engine(Protocol):
         lines: Sequence[str],
         beam_size: int | None = None,
         length_penalty: float | None = None,
-        warn: Callable[[str], None] = ...,
+        warn: Warn = ...,
     ) -> list[str]:
-        """One detokenized translation per line, in order; an empty line gives an empty line.
-        ``None`` takes the model card's value; ``warn`` hears of each source cut to the model's
-        positions."""
+        """One detokenized translation per line (``mt serve`` and ``mt eval`` read only that)."""
         ...
 
 
 class CardEngine:
-    """What every engine reads from its model's card: languages and the default beam."""
+    """What every engine shares: the card's languages and default beam, the tokenizer
+    fingerprints, and ``translate_lines`` on top of ``translate``."""
 
     card: ModelCard
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
 
     @property
     def src_lang(self) -> str:
@@ -86,6 +149,40 @@ class CardEngine:
     @property
     def parallel_batches(self) -> int:
         return 1  # one call at a time uses every core (torch's intra-op threads)
+
+    @property
+    def tokenizers(self) -> tuple[str, str]:
+        return tokenizer_fingerprint(self.src_tok), tokenizer_fingerprint(self.tgt_tok)
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        options: TranslateOptions = DEFAULT_OPTIONS,
+        warn: Warn = ignore,
+        first_line: int = 1,
+    ) -> list[Translation]:
+        """Each engine's own (see ``Engine.translate``)."""
+        raise NotImplementedError
+
+    def translate_lines(
+        self,
+        lines: Sequence[str],
+        beam_size: int | None = None,
+        length_penalty: float | None = None,
+        warn: Warn = ignore,
+    ) -> list[str]:
+        options = TranslateOptions(beam=beam_size, length_penalty=length_penalty)
+        return [t.text for t in self.translate(lines, options, warn)]
+
+
+def tokenizer_fingerprint(tokenizer: Tokenizer) -> str:
+    """SHA-256 of a SentencePiece model's bytes: equal exactly when two tokenizers are the same."""
+    return hashlib.sha256(tokenizer.sp.serialized_model_proto()).hexdigest()
+
+
+def check_pairs(sources: Sequence[str], targets: Sequence[str]) -> None:
+    if len(sources) != len(targets):
+        raise InputError(f"{len(sources)} sources but {len(targets)} targets; they must pair up")
 
 
 def source_pieces(
@@ -111,3 +208,18 @@ def output_limit(source_length: int, max_len_a: float, max_len_b: int, max_posit
     """Most tokens generated for a source of ``source_length`` pieces (EOS included on both):
     ``max_len_a * source_length + max_len_b``, within the positions after BOS."""
     return min(max(1, math.floor(max_len_a * source_length) + max_len_b), max_positions - 1)
+
+
+def target_pieces(
+    tokenizer: Tokenizer, lines: Sequence[str], max_positions: int, warn: Warn, first_line: int = 1
+) -> list[list[int]]:
+    """Each target line's piece ids (no BOS/EOS), cut so that BOS, the pieces and EOS fit the
+    model's positions (as training's validation cuts them), with one warning per cut line."""
+    limit = max_positions - 2
+    encoded = tokenizer.encode([line.strip() for line in lines])
+    for number, ids in enumerate(encoded, start=first_line):
+        if len(ids) > limit:
+            message = f"{len(ids)} target pieces exceed the model's limit of {limit}; the rest is dropped"
+            warn(f"line {number}: {message}")
+            del ids[limit:]
+    return encoded

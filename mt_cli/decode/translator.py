@@ -1,57 +1,92 @@
-"""A trained model (its card, tokenizers and weights) that turns source lines into target lines.
+"""mt's own engine: a trained model (its card, tokenizers and weights), or an ensemble of them.
 
 Lines are sorted by length into token-budget batches (little padding, big batches), decoded,
 and put back in input order. An empty line gives an empty line; a line longer than the
-model's positions is cut, with one warning naming the line.
+model's positions is cut, with one warning naming the line. Translation, forced decoding and
+alignment all batch this way; the searches are ``search`` and ``sampling``, forced decoding is
+``scoring``, attention is ``alignment``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import Tensor
 
 from mt_cli.checkpoint import checkpoint_card, load_checkpoint
 from mt_cli.config import ModelCard
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
-from mt_cli.decode.engine import CardEngine, source_pieces
-from mt_cli.decode.search import Hypothesis, beam_search, cross_attention, greedy_search
-from mt_cli.errors import CheckpointError
+from mt_cli.decode import search
+from mt_cli.decode.alignment import attention_matrix, word_alignment
+from mt_cli.decode.engine import (
+    CardEngine,
+    Warn,
+    check_pairs,
+    ignore,
+    source_pieces,
+    target_pieces,
+)
+from mt_cli.decode.ensemble import Ensemble
+from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
+from mt_cli.decode.sampling import line_seed, sample_search
+from mt_cli.decode.scoring import force_decode
+from mt_cli.errors import CheckpointError, InputError
 from mt_cli.layout import RunDir
 from mt_cli.model.transformer import Transformer, build_model
-from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
+from mt_cli.runtime.device import amp_dtype, autocast, inference_dtype, resolve_device
+from mt_cli.runtime.precision import ComputeType
 from mt_cli.text.tokenizer import Tokenizer
+
+EOS_PIECE = "</s>"
+
+
+def _argmax(logits: Tensor, rows: Tensor) -> Tensor:
+    """Greedy search's pick: the most probable next token of each row, (N, V) -> (N,)."""
+    return logits.argmax(-1)
 
 
 @dataclass
 class Translator(CardEngine):
-    model: Transformer
+    model: Transformer | Ensemble
     src_tok: Tokenizer
     tgt_tok: Tokenizer
     card: ModelCard
     device: torch.device
     dtype: torch.dtype | None  # autocast dtype; None = fp32
     checkpoint: Path | None = None  # the file the weights came from, when loaded from a run
+    members: tuple[str, ...] = ()  # an ensemble's members' origins
 
     @classmethod
     def from_run(
-        cls, run_dir: str | Path, checkpoint: str | None = None, device: str = "auto", amp: str = "auto"
+        cls,
+        run_dir: str | Path,
+        checkpoint: str | None = None,
+        device: str = "auto",
+        amp: str = "auto",
+        compute_type: ComputeType = ComputeType.DEFAULT,
     ) -> Translator:
+        """A run's checkpoint (None: best.pt), in ``compute_type`` (or, left at its default, in
+        ``amp``'s autocast dtype: auto | bf16 | fp16 | off)."""
         run = RunDir(Path(run_dir))
         if not run.root.is_dir():
             raise CheckpointError(
                 f"run directory {run.root} does not exist; train one with `mt train --run {run.root}`"
             )
+        target = resolve_device(device)
+        dtype = (
+            amp_dtype(target, amp)
+            if compute_type is ComputeType.DEFAULT
+            else inference_dtype(target, compute_type)
+        )
         path = run.find_checkpoint(checkpoint)
         payload = load_checkpoint(path)
         card = checkpoint_card(payload, path)
         src_tok = Tokenizer.load(run.root / card.src_tokenizer, card.data.src_lang)
         tgt_tok = Tokenizer.load(run.root / card.tgt_tokenizer, card.data.tgt_lang)
-        target = resolve_device(device)
         model = build_model(card.model, src_tok.vocab_size, tgt_tok.vocab_size)
         try:
             model.load_state_dict(payload["model"])
@@ -60,18 +95,19 @@ class Translator(CardEngine):
                 f"{path} does not match the tokenizers in {run.root} (vocabularies "
                 f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
             ) from None
-        return cls.for_inference(model, src_tok, tgt_tok, card, target, amp_dtype(target, amp), path)
+        return cls.for_inference(model, src_tok, tgt_tok, card, target, dtype, path)
 
     @classmethod
     def for_inference(
         cls,
-        model: Transformer,
+        model: Transformer | Ensemble,
         src_tok: Tokenizer,
         tgt_tok: Tokenizer,
         card: ModelCard,
         device: torch.device,
         dtype: torch.dtype | None,
         checkpoint: Path | None = None,
+        members: tuple[str, ...] = (),
     ) -> Translator:
         """A translator that owns ``model``: moved to ``device``, in eval mode, cast to ``dtype``.
 
@@ -82,18 +118,15 @@ class Translator(CardEngine):
         model.to(device).eval()
         if dtype is not None:
             model.to(dtype=dtype)
-        return cls(model, src_tok, tgt_tok, card, device, dtype, checkpoint)
+        return cls(model, src_tok, tgt_tok, card, device, dtype, checkpoint, members)
 
-    def with_length_penalty(self, alpha: float | None) -> Translator:
-        """This translator with ``decode.length_penalty`` set to ``alpha`` (None: the card's)."""
-        if alpha is None:
-            return self
-        decode = dataclasses.replace(self.card.decode, length_penalty=alpha)
-        return dataclasses.replace(self, card=dataclasses.replace(self.card, decode=decode))
+    @property
+    def origin(self) -> str:
+        if self.members:
+            return " + ".join(self.members)
+        return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
 
-    def encode_sources(
-        self, lines: Sequence[str], warn: Callable[[str], None], first_line: int = 1
-    ) -> list[list[int]]:
+    def encode_sources(self, lines: Sequence[str], warn: Warn, first_line: int = 1) -> list[list[int]]:
         """Source ids with EOS, cut to the model's positions (with one warning per cut line,
         numbered from ``first_line``)."""
         encoded = source_pieces(self.src_tok, lines, self.model.max_positions, warn, first_line)
@@ -106,100 +139,170 @@ class Translator(CardEngine):
         widths = [len(ids) * beam_size for ids in sources]
         return fill_batches(order, (widths,), self.card.decode.max_tokens)
 
+    def _pair_batches(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[int]]:
+        """Indices of every (source, target) pair sorted by length, packed under ``decode.max_tokens``."""
+        order = sorted(range(len(sources)), key=lambda i: (len(sources[i]), len(targets[i])))
+        widths = [len(s) + len(t) + 1 for s, t in zip(sources, targets)]  # target + BOS or EOS
+        return fill_batches(order, (widths,), self.card.decode.max_tokens)
+
+    def _padded(self, sources: Sequence[list[int]]) -> tuple[Tensor, Tensor]:
+        src, src_mask = pad_sources(sources)  # (B, S), (B, 1, 1, S)
+        return src.to(self.device), src_mask.to(self.device)
+
+    def _check_layer(self, layer: int | None) -> None:
+        decoders = list(self.model.members) if isinstance(self.model, Ensemble) else [self.model]
+        for decoder in decoders:
+            try:
+                decoder.decoder_layer_index(layer)
+            except ValueError as err:  # the model names the layers it has
+                raise InputError(f"alignment layer: {err}") from None
+
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        if options.align:
+            self._check_layer(options.alignment_layer)
+        return options.resolved(self.card.decode)
+
     def translate(
         self,
         lines: Sequence[str],
-        beam_size: int | None = None,
-        n_best: int = 1,
-        warn: Callable[[str], None] = lambda message: None,
-        progress: Callable[[int], None] = lambda lines_done: None,
+        options: TranslateOptions = DEFAULT_OPTIONS,
+        warn: Warn = ignore,
         first_line: int = 1,
-    ) -> list[list[Hypothesis]]:
-        """The ``n_best`` hypotheses per line (token ids), in input order.
-
-        ``progress(n)`` is called as lines are done (empty lines first, then each batch);
-        ``first_line`` numbers the lines in warnings (for input that arrives in chunks).
-        """
-        beam = self.card.decode.beam_size if beam_size is None else beam_size
+    ) -> list[Translation]:
+        options = self.resolve(options)
         sources = self.encode_sources(lines, warn, first_line)
-        results: list[list[Hypothesis]] = [[Hypothesis([], 0.0)] for _ in sources]
-        dec = self.card.decode
-        groups = self.batches(sources, beam)
-        progress(len(sources) - sum(map(len, groups)))
-        for group in groups:
-            src, src_mask = pad_sources([sources[i] for i in group])
-            src, src_mask = src.to(self.device), src_mask.to(self.device)
+        found: list[list[search.Hypothesis]] = [[search.Hypothesis([], 0.0)] for _ in sources]
+        for group in self.batches(sources, options.beam_size):
+            src, src_mask = self._padded([sources[i] for i in group])
             with autocast(self.device, self.dtype):
-                if beam == 1 and n_best == 1:
-                    outputs = greedy_search(self.model, src, src_mask, dec.max_len_a, dec.max_len_b)
-                    found = [[Hypothesis(ids, 0.0)] for ids in outputs]
-                else:
-                    found = beam_search(
-                        self.model,
-                        src,
-                        src_mask,
-                        beam,
-                        dec.length_penalty,
-                        dec.max_len_a,
-                        dec.max_len_b,
-                        n_best,
+                hyps = self._search(src, src_mask, options, [lines[i] for i in group])
+            for index, line_hyps in zip(group, hyps):
+                found[index] = line_hyps
+        alignments = (
+            self._hypothesis_alignments(sources, found, options.alignment_layer) if options.align else None
+        )
+        return [
+            Translation(
+                line,
+                tuple(
+                    Hypothesis(
+                        text,
+                        tuple(self.tgt_tok.sp.id_to_piece(h.tokens)),
+                        h.score,
+                        alignments[i][k] if alignments is not None else None,
                     )
-            for index, hyps in zip(group, found):
-                results[index] = hyps
-            progress(len(group))
-        return results
+                    for k, (h, text) in enumerate(zip(hyps, self.tgt_tok.decode([h.tokens for h in hyps])))
+                ),
+            )
+            for i, (line, hyps) in enumerate(zip(lines, found))
+        ]
 
-    def stream(
-        self, chunks: Iterable[list[str]], beam_size: int, n_best: int, warn: Callable[[str], None]
-    ) -> Iterator[tuple[list[str], list[list[Hypothesis]], list[str]]]:
-        """For each chunk of input lines, as soon as it is decoded: (the lines, their hypotheses,
-        the output lines). Output is one translation per line, or with ``n_best`` > 1 Moses
-        n-best rows ``i ||| text ||| score``, numbered across chunks."""
-        done = 0
-        for chunk in chunks:
-            hyps = self.translate(chunk, beam_size=beam_size, n_best=n_best, warn=warn, first_line=done + 1)
-            if n_best == 1:
-                out = self.tgt_tok.decode([h[0].tokens for h in hyps])
-            else:
-                out = [
-                    f"{done + i} ||| {text} ||| {h.score:.4f}"
-                    for i, line_hyps in enumerate(hyps)
-                    for h, text in zip(line_hyps, self.tgt_tok.decode([h.tokens for h in line_hyps]))
-                ]
-            yield chunk, hyps, out
-            done += len(chunk)
+    def _search(
+        self, src: Tensor, src_mask: Tensor, options: TranslateOptions, lines: list[str]
+    ) -> list[list[search.Hypothesis]]:
+        """Each source's hypotheses, best first, scored as beam search ranks them."""
+        dec, alpha = self.card.decode, options.alpha
+        if options.sampling is None and options.beam_size > 1:
+            n_best = options.n_best
+            return search.beam_search(
+                self.model, src, src_mask, options.beam_size, alpha, dec.max_len_a, dec.max_len_b, n_best
+            )
+        if options.sampling is not None:
+            seeds = [line_seed(options.sampling.seed, line) for line in lines]
+            sampled = sample_search(
+                self.model, src, src_mask, dec.max_len_a, dec.max_len_b, options.sampling, seeds
+            )
+            pairs = [(h.tokens, h.score) for h in sampled]
+        else:
+            # Greedy search, scored (beam search with beam 1 finds the same tokens, more slowly).
+            tokens, sums = search.one_per_row(
+                self.model, src, src_mask, dec.max_len_a, dec.max_len_b, _argmax, True
+            )
+            pairs = list(zip(tokens, sums))
+        # Normalised like a finished beam, so that a score means the same whatever found it.
+        return [[search.Hypothesis(t, s / search.length_penalty(len(t) + 1, alpha))] for t, s in pairs]
 
-    def translate_text(
+    def _hypothesis_alignments(
+        self, sources: list[list[int]], found: list[list[search.Hypothesis]], layer: int | None
+    ) -> list[list[Alignment]]:
+        """Word alignments of every hypothesis of every line with its source."""
+        rows = [(i, k) for i, hyps in enumerate(found) for k in range(len(hyps))]
+        pairs = self._align_ids([sources[i] for i, _ in rows], [found[i][k].tokens for i, k in rows], layer)
+        result: list[list[Alignment]] = [[] for _ in found]
+        for (i, _), pair in zip(rows, pairs):
+            result[i].append(pair)
+        return result
+
+    def _align_ids(
+        self, sources: list[list[int]], targets: list[list[int]], layer: int | None
+    ) -> list[Alignment]:
+        """Word alignments of source ids (with EOS) and target ids (without BOS/EOS), pair by pair."""
+        result: list[Alignment] = [() for _ in sources]
+        real = [i for i, (s, t) in enumerate(zip(sources, targets)) if len(s) > 1 and t]
+        for group in self._pair_batches([sources[i] for i in real], [targets[i] for i in real]):
+            indices = [real[g] for g in group]
+            src, src_mask = self._padded([sources[i] for i in indices])
+            with autocast(self.device, self.dtype):
+                matrices = attention_matrix(self.model, src, src_mask, [targets[i] for i in indices], layer)
+            for index, matrix in zip(indices, matrices):
+                src_pieces = self.src_tok.sp.id_to_piece(sources[index][:-1])  # without EOS
+                tgt_pieces = self.tgt_tok.sp.id_to_piece(targets[index])
+                result[index] = tuple(word_alignment(matrix, src_pieces, tgt_pieces))
+        return result
+
+    def score(
         self,
-        lines: Sequence[str],
-        beam_size: int | None = None,
-        warn: Callable[[str], None] = lambda message: None,
-        progress: Callable[[int], None] = lambda lines_done: None,
-    ) -> list[str]:
-        """One detokenized line per input line, in order."""
-        hyps = self.translate(lines, beam_size=beam_size, warn=warn, progress=progress)
-        return self.tgt_tok.decode([h[0].tokens for h in hyps])
+        sources: Sequence[str],
+        targets: Sequence[str],
+        per_token: bool = False,
+        warn: Warn = ignore,
+        first_line: int = 1,
+    ) -> list[Score]:
+        check_pairs(sources, targets)
+        src_ids = self.encode_sources(sources, warn, first_line)
+        tgt_ids = target_pieces(self.tgt_tok, targets, self.model.max_positions, warn, first_line)
+        log_probs: list[list[float]] = [[] for _ in src_ids]
+        for group in self._pair_batches(src_ids, tgt_ids):
+            src, src_mask = self._padded([src_ids[i] for i in group])
+            with autocast(self.device, self.dtype):
+                rows = force_decode(self.model, src, src_mask, [tgt_ids[i] for i in group])
+            for index, row in zip(group, rows):
+                log_probs[index] = row  # each target piece, then EOS
+        return [
+            Score(
+                source,
+                target,
+                sum(row),
+                len(row),
+                tuple(zip([*self.tgt_tok.sp.id_to_piece(ids), EOS_PIECE], row)) if per_token else None,
+            )
+            for source, target, ids, row in zip(sources, targets, tgt_ids, log_probs)
+        ]
 
-    @property
-    def origin(self) -> str:
-        return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
-
-    def translate_lines(
+    def align(
         self,
-        lines: Sequence[str],
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
-        warn: Callable[[str], None] = lambda message: None,
-    ) -> list[str]:
-        """The ``Engine`` interface: one translation per line, in order."""
-        return self.with_length_penalty(length_penalty).translate_text(lines, beam_size=beam_size, warn=warn)
+        sources: Sequence[str],
+        targets: Sequence[str],
+        layer: int | None = None,
+        warn: Warn = ignore,
+        first_line: int = 1,
+    ) -> list[Alignment]:
+        check_pairs(sources, targets)
+        self._check_layer(layer)
+        src_ids = self.encode_sources(sources, warn, first_line)
+        tgt_ids = target_pieces(self.tgt_tok, targets, self.model.max_positions, warn, first_line)
+        return self._align_ids(src_ids, tgt_ids, layer)
 
-    def attention(self, line: str, tokens: list[int]) -> tuple[list[str], list[str], torch.Tensor]:
-        """Source pieces, target pieces and the (T, S) cross-attention for one translated line."""
-        source = self.encode_sources([line], warn=lambda message: None)[0]
-        src, src_mask = pad_sources([source])
+    def attention(
+        self, source: str, target: Sequence[str], layer: int | None = None
+    ) -> tuple[list[str], list[str], Tensor]:
+        """Source pieces, target pieces (EOS last on both) and the (T, S) cross-attention, fp32."""
+        self._check_layer(layer)
+        ids = self.encode_sources([source], warn=ignore)[0]
+        tokens = [self.tgt_tok.sp.piece_to_id(piece) for piece in target][: self.model.max_positions - 2]
+        src, src_mask = self._padded([ids])
         with autocast(self.device, self.dtype):
-            weights = cross_attention(self.model, src.to(self.device), src_mask.to(self.device), tokens)
-        src_pieces = self.src_tok.pieces(line.strip())[: len(source) - 1] + ["</s>"]
-        tgt_pieces = [self.tgt_tok.sp.id_to_piece(i) for i in tokens] + ["</s>"]
-        return src_pieces, tgt_pieces, weights.cpu()
+            weights = attention_matrix(self.model, src, src_mask, [tokens], layer)[0]  # (T, S)
+        src_pieces = [*self.src_tok.sp.id_to_piece(ids[:-1]), EOS_PIECE]
+        tgt_pieces = [*self.tgt_tok.sp.id_to_piece(tokens), EOS_PIECE]
+        return src_pieces, tgt_pieces, weights

@@ -6,7 +6,8 @@ import contextlib
 
 import torch
 
-from mt_cli.errors import ConfigError
+from mt_cli.errors import ConfigError, InputError
+from mt_cli.runtime.precision import ComputeType
 
 
 def resolve_device(name: str) -> torch.device:
@@ -46,6 +47,30 @@ def amp_dtype(device: torch.device, mode: str) -> torch.dtype | None:
             "products run ~100x slower than fp32; use amp auto (fp32 here) or off"
         )
     return torch.bfloat16 if native else None  # mode is bf16 (native) or auto
+
+
+def inference_dtype(device: torch.device, compute_type: ComputeType) -> torch.dtype | None:
+    """The dtype mt decodes in for ``--compute-type`` (None: fp32). ``default`` is what ``mt
+    translate`` always did: bf16 where the hardware has it, else fp32."""
+    if compute_type is ComputeType.DEFAULT:
+        return amp_dtype(device, "auto")
+    if compute_type is ComputeType.FLOAT32:
+        return None
+    if compute_type is ComputeType.BFLOAT16:
+        if device.type == "cpu" and not cpu_has_native_bf16():
+            # Emulated bf16 runs ~100x slower than fp32 (see amp_dtype): refuse up front.
+            raise InputError("compute type bfloat16: this CPU has no native bf16 (AVX512-BF16); use float32")
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise InputError("compute type bfloat16: this GPU has no bf16; use float16 or float32")
+        return torch.bfloat16
+    if compute_type is ComputeType.FLOAT16:
+        if device.type != "cuda":
+            raise InputError("compute type float16 needs a CUDA GPU; on the CPU use float32 or bfloat16")
+        return torch.float16
+    raise InputError(
+        f"compute type {compute_type.value} is CTranslate2's (--engine ctranslate2); "
+        "mt computes in float32, bfloat16 or float16"
+    )
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:

@@ -94,7 +94,7 @@ class Validator:
             if self.cfg.train.val_bleu:
                 translator = self.translator(model)
                 scores = evaluate(
-                    lambda lines: translator.translate_text(lines, beam_size=1),
+                    lambda lines: translator.translate_lines(lines, beam_size=1),
                     self.data.val_src,
                     self.data.val_ref,
                 ).scores
@@ -137,7 +137,7 @@ class Validator:
         scores = {}
         for beam in sorted({1, self.cfg.decode.beam_size}):
             result = evaluate(
-                lambda lines, b=beam: translator.translate_text(lines, beam_size=b),
+                lambda lines, b=beam: translator.translate_lines(lines, beam_size=b),
                 self.data.test_src,
                 self.data.test_ref,
             )

@@ -1,0 +1,208 @@
+"""mt's Python API, the one the ``mt`` command line calls: ``load`` a trained model, then
+``translate``, ``score`` and ``align`` lines with it (docs/api.md).
+
+``load`` opens a run directory (``mt train``'s) or a CTranslate2 export directory, in mt's engine
+or CTranslate2's, alone or as an ensemble of several runs; the ``Model`` it returns takes lists of
+lines and returns the typed results of ``decode.results``, one per line, in order. Whatever goes
+wrong is an ``MtError`` with a one-line message (``InputError`` for what the caller can fix).
+"""
+
+from __future__ import annotations
+
+import enum
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from mt_cli.decode.engine import Engine, EngineKind
+from mt_cli.decode.results import Alignment, Score, TranslateOptions, Translation
+from mt_cli.decode.sampling import Sampling
+from mt_cli.errors import InputError
+from mt_cli.layout import ExportFiles
+from mt_cli.runtime.precision import ComputeType
+
+__all__ = ["Model", "load", "parse_member"]
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, stacklevel=3)
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def parse_member(spec: str | Path) -> tuple[Path, str | None]:
+    """``RUN`` or ``RUN:CHECKPOINT`` (``runs/b:last``) -> (run directory, checkpoint or None).
+    A path that exists as given is a run, even if it holds a colon."""
+    text = str(spec)
+    run, colon, checkpoint = text.rpartition(":")
+    if Path(text).exists() or not colon or not run:
+        return Path(text), None
+    return Path(run), checkpoint or None
+
+
+def load(
+    path: str | Path,
+    checkpoint: str | None = None,
+    engine: EngineKind | str = EngineKind.MT,
+    device: str = "auto",
+    compute_type: ComputeType | str | None = None,
+    ensemble: Sequence[str | Path] = (),
+    weights: Sequence[float] | None = None,
+    warn: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Model:
+    """Open a trained model.
+
+    ``path``: a run directory, or a CTranslate2 export (``engine="ctranslate2"``; a run's export
+    is made on first use). ``checkpoint``: a file or a name in the run (best, last, average; None:
+    best). ``device``: auto, cpu or cuda. ``compute_type``: float32, bfloat16 or float16 for mt,
+    CTranslate2's types for it (None: the engine's default). ``ensemble``: more runs, each
+    ``"RUN"`` or ``"RUN:CHECKPOINT"``, combined with ``path`` per step by their weighted mean
+    log-probabilities (``weights``: one per model, ``path`` first; default equal). ``warn``
+    hears of lines cut to the model's positions (default: ``warnings.warn``), ``log`` of a run's
+    CTranslate2 export being made (default: nothing).
+    """
+    kind = _member(EngineKind, engine, "engine")
+    precision = (
+        ComputeType.DEFAULT if compute_type is None else _member(ComputeType, compute_type, "compute type")
+    )
+    root = Path(path)
+    if kind is EngineKind.CTRANSLATE2:
+        if ensemble or weights is not None:
+            raise InputError("CTranslate2 has no ensembles; decode an ensemble with --engine mt")
+        from mt_cli.decode.ctranslate2 import CTranslate2Engine
+        from mt_cli.export.runs import ctranslate2_model_dir
+
+        model_dir = ctranslate2_model_dir(root, checkpoint, log or _quiet)
+        return Model(CTranslate2Engine(model_dir, device, precision), warn)
+    from mt_cli.decode.members import ensemble_of
+    from mt_cli.decode.translator import Translator
+
+    members = [(root, checkpoint), *(parse_member(spec) for spec in ensemble)]
+    for run, _ in members:
+        if (run / ExportFiles.CARD).is_file():
+            raise InputError(f"{run} is a CTranslate2 export; open it with --engine ctranslate2")
+    translators = [Translator.from_run(run, point, device, compute_type=precision) for run, point in members]
+    return Model(ensemble_of(translators, weights), warn)
+
+
+def _member(kind: type[E], value: object, what: str) -> E:
+    """``value`` as a member of the enum ``kind``, or an InputError naming the valid ones."""
+    try:
+        return kind(value)
+    except ValueError:
+        names = ", ".join(member.value for member in kind)
+        raise InputError(f"{what} {value!r} is not one of {names}") from None
+
+
+class Model:
+    """A loaded model: every method takes lines and returns one result per line, in order."""
+
+    def __init__(self, engine: Engine, warn: Callable[[str], None] | None = None) -> None:
+        self.engine = engine
+        self.warn = warn or _warn
+
+    @property
+    def src_lang(self) -> str:
+        return self.engine.src_lang
+
+    @property
+    def tgt_lang(self) -> str:
+        return self.engine.tgt_lang
+
+    @property
+    def origin(self) -> str:
+        """Where the weights came from (checkpoint files, an export directory)."""
+        return self.engine.origin
+
+    def options(
+        self,
+        beam: int | None = None,
+        n_best: int = 1,
+        length_penalty: float | None = None,
+        sampling: Sampling | None = None,
+        align: bool = False,
+        alignment_layer: int | None = None,
+    ) -> TranslateOptions:
+        """The options ``translate`` would use, checked now (``InputError`` if this model cannot)."""
+        return self.engine.resolve(
+            TranslateOptions(beam, n_best, length_penalty, sampling, align, alignment_layer)
+        )
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        beam: int | None = None,
+        n_best: int = 1,
+        length_penalty: float | None = None,
+        sampling: Sampling | None = None,
+        align: bool = False,
+        alignment_layer: int | None = None,
+    ) -> list[Translation]:
+        """Translate ``lines``: ``beam`` 1 is greedy search, ``n_best`` hypotheses per line (at
+        most the beam), ``sampling`` draws instead of searching, ``align`` adds word alignments
+        from decoder layer ``alignment_layer``'s cross-attention. None: the model's default."""
+        options = (beam, n_best, length_penalty, sampling, align, alignment_layer)
+        return next(self.translate_stream([_lines(lines, "lines")], *options))
+
+    def translate_stream(
+        self,
+        chunks: Iterable[Sequence[str]],
+        beam: int | None = None,
+        n_best: int = 1,
+        length_penalty: float | None = None,
+        sampling: Sampling | None = None,
+        align: bool = False,
+        alignment_layer: int | None = None,
+    ) -> Iterator[list[Translation]]:
+        """``translate`` chunk after chunk (a large file, a pipe), yielding each chunk's
+        translations as soon as they are done; warnings number lines across chunks. The options
+        are checked before the first chunk is read."""
+        resolved = self.options(beam, n_best, length_penalty, sampling, align, alignment_layer)
+        return self._translate_chunks(chunks, resolved)
+
+    def _translate_chunks(
+        self, chunks: Iterable[Sequence[str]], resolved: TranslateOptions
+    ) -> Iterator[list[Translation]]:
+        done = 0
+        for chunk in chunks:
+            yield self.engine.translate(_lines(chunk, "lines"), resolved, self.warn, done + 1)
+            done += len(chunk)
+
+    def score(self, sources: Sequence[str], targets: Sequence[str], per_token: bool = False) -> list[Score]:
+        """The model's log-probability of each target given its source (forced decoding)."""
+        return next(self.score_stream([(sources, targets)], per_token))
+
+    def score_stream(
+        self, chunks: Iterable[tuple[Sequence[str], Sequence[str]]], per_token: bool = False
+    ) -> Iterator[list[Score]]:
+        """``score`` chunk after chunk of (sources, targets), as ``translate_stream``."""
+        done = 0
+        for sources, targets in chunks:
+            sources, targets = _lines(sources, "sources"), _lines(targets, "targets")
+            yield self.engine.score(sources, targets, per_token, self.warn, done + 1)
+            done += len(sources)
+
+    def align(
+        self, sources: Sequence[str], targets: Sequence[str] | None = None, layer: int | None = None
+    ) -> list[Alignment]:
+        """Word alignments (source word, target word) of each source with its target, or with its
+        own translation (the model's default decoding) when ``targets`` is None. ``layer``: the
+        decoder layer whose cross-attention (mean over heads) aligns; None: the last."""
+        sources = _lines(sources, "sources")
+        if targets is None:
+            found = self.translate(sources, align=True, alignment_layer=layer)
+            return [t.best.alignment or () for t in found]
+        return self.engine.align(sources, _lines(targets, "targets"), layer, self.warn)
+
+
+def _lines(lines: Sequence[str], name: str) -> list[str]:
+    """A list of lines; a lone string would be translated character by character, so it is refused."""
+    if isinstance(lines, str):
+        raise InputError(f"{name} must be a list of lines, not one string: pass [{lines[:20]!r}]")
+    return list(lines)
