@@ -19,10 +19,10 @@ from mt_cli.decode.engine import Engine, EngineKind
 from mt_cli.decode.results import Alignment, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import Sampling
 from mt_cli.errors import InputError
-from mt_cli.layout import ExportFiles
+from mt_cli.layout import ExportFiles, run_and_checkpoint
 from mt_cli.runtime.precision import ComputeType
 
-__all__ = ["Model", "load", "parse_member"]
+__all__ = ["Model", "load"]
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -33,16 +33,6 @@ def _warn(message: str) -> None:
 
 def _quiet(message: str) -> None:
     pass
-
-
-def parse_member(spec: str | Path) -> tuple[Path, str | None]:
-    """``RUN`` or ``RUN:CHECKPOINT`` (``runs/b:last``) -> (run directory, checkpoint or None).
-    A path that exists as given is a run, even if it holds a colon."""
-    text = str(spec)
-    run, colon, checkpoint = text.rpartition(":")
-    if Path(text).exists() or not colon or not run:
-        return Path(text), None
-    return Path(run), checkpoint or None
 
 
 def load(
@@ -83,7 +73,7 @@ def load(
     from mt_cli.decode.members import ensemble_of
     from mt_cli.decode.translator import Translator
 
-    members = [(root, checkpoint), *(parse_member(spec) for spec in ensemble)]
+    members = [(root, checkpoint), *(run_and_checkpoint(spec) for spec in ensemble)]
     for run, _ in members:
         if (run / ExportFiles.CARD).is_file():
             raise InputError(f"{run} is a CTranslate2 export; open it with --engine ctranslate2")

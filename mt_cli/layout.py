@@ -12,6 +12,17 @@ from pathlib import Path
 from mt_cli.errors import CheckpointError
 
 
+def run_and_checkpoint(spec: str | Path) -> tuple[Path, str | None]:
+    """``RUN`` or ``RUN:CHECKPOINT`` (``runs/b:last``, as ``--ensemble`` and ``--init-from`` take
+    them) -> (run directory, checkpoint name or file, None for best.pt). A path that exists as
+    given is a run, even if it holds a colon."""
+    text = str(spec)
+    run, colon, checkpoint = text.rpartition(":")
+    if Path(text).exists() or not colon or not run:
+        return Path(text), None
+    return Path(run), checkpoint or None
+
+
 def tokenizer_file(lang: str) -> str:
     """The SentencePiece model of ``lang`` inside a run directory (a model card stores this name)."""
     return f"spm.{lang}.model"

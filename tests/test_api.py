@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 import mt_cli
-from mt_cli.api import parse_member
 from mt_cli.errors import InputError
 from mt_cli.files import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
@@ -108,12 +107,3 @@ def test_an_export_directory_needs_the_ctranslate2_engine(trained_run: Path) -> 
         mt_cli.load(export)
     ct2 = mt_cli.load(export, engine="ctranslate2", compute_type="float32")
     assert ct2.origin == str(export) and ct2.src_lang == "de"
-
-
-def test_ensemble_members_name_a_run_and_maybe_a_checkpoint(tmp_path: Path) -> None:
-    assert parse_member("runs/b") == (Path("runs/b"), None)
-    assert parse_member("runs/b:last") == (Path("runs/b"), "last")
-    assert parse_member("runs/b:/tmp/x.pt") == (Path("runs/b"), "/tmp/x.pt")
-    odd = tmp_path / "a:b"
-    odd.mkdir()
-    assert parse_member(odd) == (odd, None)  # an existing path is a run, colon or not

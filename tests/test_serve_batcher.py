@@ -1,7 +1,8 @@
 """The micro-batcher without HTTP or a model: a fake engine that records its calls.
 
-The fake translates a line to its upper case, so every answer shows whose line it was; a
-gate (a threading.Event) holds the engine inside a call, to fill the queue behind it.
+The fake translates a line to its upper case (with the call's key after a "#" unless it is 0),
+so every answer shows whose line it was and how it was decoded; a gate (a threading.Event)
+holds the engine inside a call, to fill the queue behind it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class FakeEngine:
 
     def __init__(self, seconds: float = 0.0, fail_on: str | None = None) -> None:
         self.calls: list[list[str]] = []
+        self.keys: list[int] = []  # each call's key
         self.seconds = seconds
         self.fail_on = fail_on
         self.gate = threading.Event()
@@ -27,19 +29,24 @@ class FakeEngine:
         self.entered = threading.Event()
         self._busy = threading.Lock()
 
-    def __call__(self, lines: list[str]) -> list[str]:
+    def __call__(self, lines: list[str], key: int) -> list[str]:
         if not self._busy.acquire(blocking=False):
             raise AssertionError("the engine was called while another call ran")
         try:
             self.entered.set()
             self.gate.wait(5)
             self.calls.append(list(lines))
+            self.keys.append(key)
             time.sleep(self.seconds)
             if self.fail_on in lines:
                 raise RuntimeError("engine broke")
-            return [line.upper() for line in lines]
+            return [_upper(line, key) for line in lines]
         finally:
             self._busy.release()
+
+
+def _upper(line: str, key: int) -> str:
+    return line.upper() if key == 0 else f"{line.upper()}#{key}"
 
 
 def run(coroutine_function, *args):
@@ -58,11 +65,53 @@ def test_concurrent_requests_share_one_engine_call_and_get_their_own_lines() -> 
         engine = FakeEngine()
         batcher = await _started(engine, wait=0.05)
         requests = [[f"r{i} a", f"r{i} b"][: 1 + i % 2] for i in range(10)]
-        answers = await asyncio.gather(*(batcher.translate(lines) for lines in requests))
+        answers = await asyncio.gather(*(batcher.translate(lines, 0) for lines in requests))
         await batcher.close()
         assert answers == [[line.upper() for line in lines] for lines in requests]
         assert len(engine.calls) == 1 and engine.calls[0] == [line for lines in requests for line in lines]
         assert batcher.stats.largest_batch == 10 and batcher.stats.lines == 15
+
+    run(scenario)
+
+
+def test_a_batch_holds_requests_of_one_key_and_each_key_gets_its_own_call() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        batcher = await _started(engine, wait=0.05)
+        requests = [([f"r{i}"], i % 3) for i in range(9)]  # keys 0, 1, 2, 0, 1, 2, ...
+        answers = await asyncio.gather(*(batcher.translate(lines, key) for lines, key in requests))
+        await batcher.close()
+        assert answers == [[_upper(lines[0], key)] for lines, key in requests]
+        assert engine.keys == [0, 1, 2]  # the first request's key first, then the held ones in order
+        assert engine.calls == [[f"r{i}" for i in range(key, 9, 3)] for key in range(3)]
+
+    run(scenario)
+
+
+def test_requests_held_for_another_key_start_the_next_batch_oldest_first() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine(fail_on="boom")
+        engine.gate.clear()  # the first call blocks while the others queue behind it
+        batcher = await _started(engine, wait=0, max_queue=6)
+        first = asyncio.ensure_future(batcher.translate(["first"], 0))
+        while not engine.entered.is_set():
+            await asyncio.sleep(0.001)
+        queued = [("a", 1), ("b", 0), ("boom", 1), ("c", 0), ("d", 2)]
+        later = [asyncio.ensure_future(batcher.translate([line], key)) for line, key in queued]
+        await asyncio.sleep(0)
+        assert batcher.queued_lines == 5
+        with pytest.raises(QueueFull):  # held requests still count against the queue
+            await batcher.translate(["x", "y"], 2)
+        engine.gate.set()
+        assert await first == ["FIRST"]
+        results = await asyncio.gather(*later, return_exceptions=True)
+        await batcher.close()
+        assert results[0] == ["A#1"] and results[1] == ["B"] and results[3] == ["C"] and results[4] == ["D#2"]
+        assert isinstance(results[2], EngineFailed)
+        # Key 1's batch failed and was decoded again request by request, with key 1.
+        assert engine.calls == [["first"], ["a", "boom"], ["a"], ["boom"], ["b", "c"], ["d"]]
+        assert engine.keys == [0, 1, 1, 1, 0, 2]
+        assert batcher.queued_lines == 0 and batcher.pending_requests == 0
 
     run(scenario)
 
@@ -72,7 +121,7 @@ def test_the_line_budget_closes_a_batch_and_the_engine_is_never_called_twice_at_
         engine = FakeEngine(seconds=0.01)
         batcher = await _started(engine, wait=0.05, batch_lines=4)
         requests = [[f"r{i}"] for i in range(12)]
-        answers = await asyncio.gather(*(batcher.translate(lines) for lines in requests))
+        answers = await asyncio.gather(*(batcher.translate(lines, 0) for lines in requests))
         await batcher.close()
         assert answers == [[f"R{i}"] for i in range(12)]
         assert len(engine.calls) >= 3 and all(len(call) <= 4 for call in engine.calls)
@@ -85,19 +134,19 @@ def test_a_full_queue_refuses_what_does_not_fit_and_serves_the_rest() -> None:
         engine = FakeEngine()
         engine.gate.clear()  # the first call blocks, so later requests wait in the queue
         batcher = await _started(engine, max_queue=3, wait=0)
-        first = asyncio.ensure_future(batcher.translate(["first"]))
+        first = asyncio.ensure_future(batcher.translate(["first"], 0))
         while not engine.entered.is_set():
             await asyncio.sleep(0.001)
-        waiting = [asyncio.ensure_future(batcher.translate([f"w{i}"])) for i in range(3)]
+        waiting = [asyncio.ensure_future(batcher.translate([f"w{i}"], 0)) for i in range(3)]
         await asyncio.sleep(0)
         with pytest.raises(QueueFull):
-            await batcher.translate(["one too many"])
+            await batcher.translate(["one too many"], 0)
         with pytest.raises(QueueFull):
-            await batcher.translate(["a", "b"])
+            await batcher.translate(["a", "b"], 0)
         engine.gate.set()
         assert await first == ["FIRST"]
         assert await asyncio.gather(*waiting) == [[f"W{i}"] for i in range(3)]
-        assert await batcher.translate(["again"]) == ["AGAIN"]  # the queue has room again
+        assert await batcher.translate(["again"], 0) == ["AGAIN"]  # the queue has room again
         await batcher.close()
 
     run(scenario)
@@ -107,13 +156,13 @@ def test_close_answers_every_accepted_request_then_refuses_new_ones() -> None:
     async def scenario() -> None:
         engine = FakeEngine(seconds=0.02)
         batcher = await _started(engine, batch_lines=2)
-        accepted = [asyncio.ensure_future(batcher.translate([f"r{i}"])) for i in range(8)]
+        accepted = [asyncio.ensure_future(batcher.translate([f"r{i}"], 0)) for i in range(8)]
         await asyncio.sleep(0)  # all eight are queued
         await batcher.close()
         assert all(task.done() for task in accepted)
         assert [task.result() for task in accepted] == [[f"R{i}"] for i in range(8)]
         with pytest.raises(Closed):
-            await batcher.translate(["late"])
+            await batcher.translate(["late"], 0)
 
     run(scenario)
 
@@ -124,7 +173,7 @@ def test_an_engine_failure_fails_only_the_request_at_fault_and_the_batcher_goes_
         batcher = await _started(engine, wait=0.05)
         requests = [["ok", "fine"], ["boom"], ["also ok"]]
         results = await asyncio.gather(
-            *(batcher.translate(lines) for lines in requests), return_exceptions=True
+            *(batcher.translate(lines, 0) for lines in requests), return_exceptions=True
         )
         assert results[0] == ["OK", "FINE"] and results[2] == ["ALSO OK"]
         assert isinstance(results[1], EngineFailed) and isinstance(results[1].cause, RuntimeError)
@@ -132,7 +181,7 @@ def test_an_engine_failure_fails_only_the_request_at_fault_and_the_batcher_goes_
         assert engine.calls == [["ok", "fine", "boom", "also ok"], ["ok", "fine"], ["boom"], ["also ok"]]
         stats = batcher.stats
         assert (stats.retried_batches, stats.failed_requests, stats.requests, stats.lines) == (1, 1, 2, 3)
-        assert await batcher.translate(["fine"]) == ["FINE"]
+        assert await batcher.translate(["fine"], 0) == ["FINE"]
         await batcher.close()
 
     run(scenario)
@@ -140,10 +189,10 @@ def test_an_engine_failure_fails_only_the_request_at_fault_and_the_batcher_goes_
 
 def test_an_engine_that_drops_lines_fails_the_request_not_the_batcher() -> None:
     async def scenario() -> None:
-        batcher = Batcher(lambda lines: lines[1:], max_queue=10, wait=0, batch_lines=8)
+        batcher = Batcher(lambda lines, key: lines[1:], max_queue=10, wait=0, batch_lines=8)
         await batcher.start()
         with pytest.raises(EngineFailed, match="returned 0 lines for 1"):
-            await batcher.translate(["a"])
+            await batcher.translate(["a"], 0)
         assert batcher.stats.failed_requests == 1 and batcher.queued_lines == 0
         await batcher.close()
 
@@ -155,17 +204,17 @@ def test_a_request_whose_client_left_is_not_decoded_and_frees_its_queue_place() 
         engine = FakeEngine()
         engine.gate.clear()
         batcher = await _started(engine, wait=0, max_queue=4)
-        first = asyncio.ensure_future(batcher.translate(["first"]))
+        first = asyncio.ensure_future(batcher.translate(["first"], 0))
         while not engine.entered.is_set():
             await asyncio.sleep(0.001)
-        gone = asyncio.ensure_future(batcher.translate(["gone", "gone too", "and gone"]))
-        kept = asyncio.ensure_future(batcher.translate(["kept"]))
+        gone = asyncio.ensure_future(batcher.translate(["gone", "gone too", "and gone"], 0))
+        kept = asyncio.ensure_future(batcher.translate(["kept"], 0))
         await asyncio.sleep(0)
         assert batcher.queued_lines == 4
         gone.cancel()
         await asyncio.sleep(0)
         assert batcher.queued_lines == 1  # its three places are free before its turn comes
-        later = asyncio.ensure_future(batcher.translate(["x", "y", "z"]))
+        later = asyncio.ensure_future(batcher.translate(["x", "y", "z"], 0))
         engine.gate.set()
         assert await first == ["FIRST"] and await kept == ["KEPT"] and await later == ["X", "Y", "Z"]
         await batcher.close()
@@ -180,12 +229,12 @@ def test_drain_answers_what_it_can_in_the_grace_period_and_closed_to_the_rest() 
     async def scenario() -> None:
         engine = FakeEngine(seconds=0.3)
         batcher = await _started(engine, wait=0, batch_lines=1)
-        requests = [asyncio.ensure_future(batcher.translate([f"r{i}"])) for i in range(6)]
+        requests = [asyncio.ensure_future(batcher.translate([f"r{i}"], 0)) for i in range(6)]
         while not engine.entered.is_set():
             await asyncio.sleep(0.001)
         batcher.drain(1.0)  # no decode seen yet: requests may start until 1.0 - 0.5 s
         with pytest.raises(Closed):
-            await batcher.translate(["late"])
+            await batcher.translate(["late"], 0)
         results = await asyncio.gather(*requests, return_exceptions=True)
         await batcher.close()
         answered = [result for result in results if isinstance(result, list)]
@@ -200,7 +249,7 @@ def test_drain_answers_a_request_still_decoding_when_the_grace_period_ends() -> 
     async def scenario() -> None:
         engine = FakeEngine(seconds=0.6)
         batcher = await _started(engine, wait=0)
-        decoding = asyncio.ensure_future(batcher.translate(["slow"]))
+        decoding = asyncio.ensure_future(batcher.translate(["slow"], 0))
         while not engine.entered.is_set():
             await asyncio.sleep(0.001)
         started = time.monotonic()
@@ -221,7 +270,7 @@ class OverlapCounter:
         self.active = self.most = 0
         self._lock = threading.Lock()
 
-    def __call__(self, lines: list[str]) -> list[str]:
+    def __call__(self, lines: list[str], key: int) -> list[str]:
         with self._lock:
             self.active += 1
             self.most = max(self.most, self.active)
@@ -237,7 +286,7 @@ def test_parallel_batches_decode_side_by_side_and_never_more() -> None:
         batcher = Batcher(engine, max_queue=100, wait=0.001, batch_lines=2, parallel=2)
         await batcher.start()
         requests = [[f"r{i}"] for i in range(12)]
-        answers = await asyncio.gather(*(batcher.translate(lines) for lines in requests))
+        answers = await asyncio.gather(*(batcher.translate(lines, 0) for lines in requests))
         await batcher.close()
         assert answers == [[f"R{i}"] for i in range(12)]
         assert engine.most == 2 and batcher.stats.lines == 12

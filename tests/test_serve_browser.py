@@ -1,6 +1,6 @@
 """`mt serve`'s page in a real browser: headless Chromium, driven by selenium, types German and
-reads the English the page fetched from POST /translate. Needs chromium and chromium-driver
-(Debian packages); without them the test is skipped and says so."""
+reads the English the page fetched from POST /translate, and its three alternatives under it.
+Needs chromium and chromium-driver (Debian packages); without them the test is skipped and says so."""
 
 from __future__ import annotations
 
@@ -46,9 +46,15 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
+    from mt_cli.decode.results import TranslateOptions
     from mt_cli.decode.translator import Translator
 
-    expected = Translator.from_run(trained_run, device="cpu").translate_lines([SENTENCE])[0]
+    # The page asks for 3 alternatives: n-best 4 in a beam of max(the tiny recipe's 3, 4).
+    translator = Translator.from_run(trained_run, device="cpu")
+    hyps = [
+        hyp.text for hyp in translator.translate([SENTENCE], TranslateOptions(beam=4, n_best=4))[0].hypotheses
+    ]
+    assert len(set(hyps)) == 4, hyps  # else fewer alternatives would show, and prove less
     browser.get(f"{page_server.url}/")
     wait = WebDriverWait(browser, 30)
     wait.until(lambda driver: driver.find_element(By.ID, "source-label").text == "German")
@@ -56,7 +62,10 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     browser.find_element(By.ID, "source-text").send_keys(SENTENCE)
     browser.find_element(By.ID, "translate").click()
     wait.until(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "done")
-    assert browser.find_element(By.ID, "translation").text == expected
+    assert browser.find_element(By.ID, "translation").text == hyps[0]
+    shown = browser.find_elements(By.CSS_SELECTOR, "#alternatives li")
+    assert [item.text for item in shown] == hyps[1:]
+    assert browser.find_element(By.ID, "alternatives-box").is_displayed()
     assert browser.find_element(By.ID, "error").text == ""
 
     # Ctrl+Enter translates too, and a server error is shown, not swallowed.
@@ -65,3 +74,4 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     box.send_keys("x", Keys.CONTROL, Keys.ENTER)
     wait.until(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "error")
     assert "5000" in browser.find_element(By.ID, "error").text
+    assert not browser.find_element(By.ID, "alternatives-box").is_displayed()  # none for a failure

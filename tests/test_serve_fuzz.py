@@ -1,7 +1,8 @@
 """A property-based fuzz of the HTTP API: Hypothesis makes requests (arbitrary JSON values, text
-with lone surrogates, field names and types, form and multipart bodies, bytes, content types,
-query strings, methods and paths) and the app, in-process over a fast fake engine, must answer
-each within a few seconds, never 500, and every answer of 400 or more as JSON ``{"error": str}``.
+with lone surrogates, field names and types, ``alternatives`` good and bad, form and multipart
+bodies, bytes, content types, query strings, methods and paths) and the app, in-process over a
+fast fake engine, must answer each within a few seconds, never 500, every answer of 400 or more
+as JSON ``{"error": str}``, and a translation with LibreTranslate's shapes.
 
 ``scripts/serve-fuzz.py`` runs the same property for many more cases (docs/benchmarks.md).
 """
@@ -23,13 +24,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mt_cli.decode.results import Hypothesis, TranslateOptions, Translation
 from mt_cli.serve.app import Settings, create_app
 
 ANSWER_TIMEOUT_S = 10  # far above any answer of the fake engine: longer is a hang
 
 
 class FastEngine:
-    """de -> en that upper-cases; fails (a 500) if a line could not be encoded, as SentencePiece does."""
+    """de -> en that upper-cases, its n-best list the line upper-cased, lower-cased, title-cased
+    and so on; fails (a 500) if a line could not be encoded, as SentencePiece does."""
 
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 1, "a fake", 1
 
@@ -37,6 +40,16 @@ class FastEngine:
         for line in lines:
             line.encode("utf-8")
         return [line.upper() for line in lines]
+
+    def translate(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[Translation]:
+        cases = [str.upper, str.lower, str.title, str.swapcase, str.capitalize]
+        found = []
+        for line in lines:
+            line.encode("utf-8")
+            texts = [cases[k % len(cases)](line) + "!" * (k // len(cases)) for k in range(options.n_best)]
+            hyps = tuple(Hypothesis(text, (), -float(k)) for k, text in enumerate(texts))
+            found.append(Translation(line, hyps if line else hyps[:1]))  # an empty line: one hypothesis
+        return found
 
 
 @dataclass
@@ -46,6 +59,7 @@ class InProcess:
     app: Any
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
     statuses: collections.Counter[int] = field(default_factory=collections.Counter)
+    alternatives: int = 0  # translations answered with alternatives
 
     def __post_init__(self) -> None:
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
@@ -75,6 +89,8 @@ class InProcess:
         except FutureTimeout:
             pytest.fail(f"no answer within {ANSWER_TIMEOUT_S} s to {method} {path} {arguments!r:.300}")
         self.statuses[response.status_code] += 1
+        if response.status_code == 200 and method == "POST" and response.request.url.path == "/translate":
+            self.alternatives += int("alternatives" in response.json())
         return response
 
     def close(self) -> None:
@@ -87,9 +103,13 @@ class InProcess:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
+LIMIT = 3  # --alternatives-limit of the app under fuzz
+
+
 def server() -> InProcess:
     """The app under fuzz: small limits, so that sizes are refused often too."""
-    return InProcess(create_app(FastEngine(), Settings(max_chars=300, max_queue=64)))
+    settings = Settings(max_chars=300, max_queue=64, alternatives_limit=LIMIT)
+    return InProcess(create_app(FastEngine(), settings))
 
 
 # Text as clients may send it: any code point, lone surrogates (from JSON escapes) included.
@@ -160,6 +180,11 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     }
     if draw(st.booleans()):
         data["format"] = "text"
+    if draw(st.integers(0, 3)):  # mostly good counts (as a number or text, as a form sends it)
+        count = draw(st.integers(1, LIMIT))
+        good = st.sampled_from([count, count, count, str(count), f" {count} ", f"0{count}", 0, ""])
+        bad = st.sampled_from([-1, "-2", LIMIT + 1, 2**70, "9" * 30, "x", "2.5", "٣", "1_0", True, 2.0, [1]])
+        data["alternatives"] = draw(good) if draw(st.integers(0, 3)) else draw(bad)
     method, path = "POST", "/translate"
     kind = draw(st.sampled_from(["json", "json", "form", "multipart"]))
     content_type: str | None = CONTENT_TYPES[kind]
@@ -205,13 +230,24 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
 
 
 def check_answer(response: httpx.Response, method: str) -> None:
-    """The property: no 500, and every error answered as JSON {"error": a string}."""
+    """The property: no 500, every error answered as JSON {"error": a string}, and a translation
+    with LibreTranslate's shapes: ``alternatives`` a list of texts per text, none the best."""
     assert response.status_code != 500, response.text
     if response.status_code >= 400 and method != "HEAD":
         body = response.json()
         assert list(body) == ["error"] and isinstance(body["error"], str) and body["error"]
     if response.status_code == 200 and method == "POST" and response.request.url.path == "/translate":
-        assert "translatedText" in response.json()
+        body = response.json()
+        translated = body["translatedText"]
+        if "alternatives" in body:
+            batch = isinstance(translated, list)
+            texts, alternatives = (
+                (translated, body["alternatives"]) if batch else ([translated], [body["alternatives"]])
+            )
+            assert len(alternatives) == len(texts)
+            for best, others in zip(texts, alternatives):
+                assert len(others) <= LIMIT and len(set(others)) == len(others) and best not in others
+                assert all(isinstance(other, str) and other for other in others)
 
 
 def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json() -> None:
@@ -229,3 +265,4 @@ def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json() -> None:
         running.close()
     # A fuzz that never got past the parser, or never refused, would prove little.
     assert running.statuses[200] >= 10 and running.statuses[400] >= 10, running.statuses
+    assert running.alternatives >= 5, "the fuzz hardly ever got alternatives back"

@@ -15,9 +15,8 @@ from mt_cli.runtime.precision import ComputeType
 
 if TYPE_CHECKING:
     from mt_cli.api import Model
-    from mt_cli.decode.engine import Engine
 
-__all__ = ["ComputeType", "open_engine", "open_model"]
+__all__ = ["ComputeType", "open_model"]
 
 EngineOption = Annotated[
     EngineKind,
@@ -80,14 +79,3 @@ def open_model(
         raise InputError("--ensemble-weights needs --ensemble: one weight per model")
     weights = parse_weights(ensemble_weights)
     return load(run, checkpoint, engine, device, compute_type, ensemble or (), weights, warn=warn, log=log)
-
-
-def open_engine(
-    run: Path,
-    engine: EngineKind,
-    checkpoint: str | None,
-    device: str,
-    compute_type: ComputeType = ComputeType.DEFAULT,
-) -> Engine:
-    """The run's model in ``engine`` (``mt serve`` holds the engine itself)."""
-    return open_model(run, engine, checkpoint, device, compute_type).engine

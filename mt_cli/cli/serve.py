@@ -18,7 +18,13 @@ from mt_cli.cli.common import (
     option,
     user_errors,
 )
-from mt_cli.cli.engines import ComputeType, ComputeTypeOption, EngineOption
+from mt_cli.cli.engines import (
+    ComputeType,
+    ComputeTypeOption,
+    EngineOption,
+    EnsembleOption,
+    EnsembleWeightsOption,
+)
 from mt_cli.decode.engine import EngineKind
 from mt_cli.errors import InputError, RunFailure
 
@@ -55,6 +61,12 @@ TimeoutGracefulShutdownOption = option(
     min=0.0,
     help="Seconds from SIGTERM to exit: accepted requests are answered within it, the rest get 503.",
 )
+AlternativesLimitOption = option(
+    int,
+    min=0,
+    help="Alternatives a /translate request may ask for (400 past it; 0: none). N alternatives "
+    "decode an n-best list of N+1 in a beam of at least N+1.",
+)
 LimitConcurrencyOption = option(
     int | None, min=1, help="Requests handled at once; more get 503 (default: no limit but the queue)."
 )
@@ -68,10 +80,13 @@ def serve(
     checkpoint: CheckpointOption = None,
     device: DeviceOption = "auto",
     compute_type: ComputeTypeOption = ComputeType.DEFAULT,
+    ensemble: EnsembleOption = None,
+    ensemble_weights: EnsembleWeightsOption = None,
     host: HostOption = "127.0.0.1",
     port: PortOption = 5000,
     api_keys: ApiKeysOption = None,
     beam: BeamOption = None,
+    alternatives_limit: AlternativesLimitOption = 3,
     max_chars: MaxCharsOption = 5000,
     batch_wait_ms: BatchWaitOption = 5.0,
     max_queue: MaxQueueOption = 1024,
@@ -85,7 +100,8 @@ def serve(
 
     Endpoints: POST /translate and /detect; GET /languages, /frontend/settings and /health.
 
-    Concurrent requests are decoded together. SIGTERM answers the accepted requests within
+    Concurrent requests are decoded together; --ensemble serves several runs combined, as
+    `mt translate` decodes them. SIGTERM answers the accepted requests within
     --timeout-graceful-shutdown, then exits 0.
 
     Exit codes: 2 a bad option or --api-keys file; 3 the port is in use or the server failed; 130 Ctrl-C.
@@ -93,17 +109,21 @@ def serve(
     keys = _read_keys(api_keys) if api_keys is not None else frozenset()
     listener = _listen(host, port)  # before the model loads, so a port in use fails at once
     try:
-        from mt_cli.cli.engines import open_engine
+        from mt_cli.cli.engines import open_model
+        from mt_cli.serve.alternatives import options
         from mt_cli.serve.app import Settings, create_app
         from mt_cli.serve.server import serve as run_server
 
-        model = open_engine(run, engine, checkpoint, device, compute_type)
+        model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights).engine
+        if alternatives_limit > 0:  # what the most alternatives decode with, refused now if the engine must
+            model.resolve(options(alternatives_limit, beam, model.beam_size))
         settings = Settings(
             max_chars=max_chars,
             max_queue=max_queue,
             max_request_lines=max_request_lines,
             batch_wait_ms=batch_wait_ms,
             beam_size=beam,
+            alternatives_limit=alternatives_limit,
             api_keys=keys,
             timeout_read=timeout_read,
             timeout_keep_alive=timeout_keep_alive,

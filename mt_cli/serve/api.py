@@ -16,11 +16,16 @@ LibreTranslate leaves open:
   The server does not inspect the text: it knows one source language.
 * Each ``q`` is split into lines (on "\\n", as ``mt translate`` reads a file) and each line is
   translated on its own, then joined again, so a text keeps its line breaks.
+* ``alternatives`` (N, a JSON number or a string of digits, as a form sends it; missing, null or
+  "" is 0) asks for N more translations of each text, which the answer lists as LibreTranslate
+  does (``alternatives.py`` says how they are made); more than the server's limit is a 400, as in
+  LibreTranslate, and so is a negative N (which LibreTranslate takes as 0).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +34,11 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
+from mt_cli.serve.alternatives import Hypotheses, join
+
 CONFIDENCE = 100.0  # LibreTranslate's scale (percent) for a language it was told, not guessed
+_INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
+_LONGEST = 18  # digits read of an integer: int() refuses past 4,300, and any limit is far below
 
 
 class ApiError(Exception):
@@ -51,6 +60,7 @@ class Pair:
     target: str
     max_chars: int  # characters of all of a request's texts together
     max_lines: int  # lines of one request: its share of the queue, so it cannot starve the others
+    max_alternatives: int = 0  # alternatives one text may ask for (--alternatives-limit)
 
 
 @dataclass(frozen=True)
@@ -58,22 +68,27 @@ class TranslateRequest:
     texts: list[str]  # q, always as a list
     batch: bool  # q was a list, so translatedText is one
     auto: bool  # source was "auto", so the answer says which language was assumed
+    alternatives: int = 0  # more translations asked for each text
 
     def lines(self) -> list[str]:
         """Every line of every text, in order: what the engine decodes."""
         return [line for text in self.texts for line in split_lines(text)]
 
-    def answer(self, outputs: Sequence[str], source: str) -> dict[str, Any]:
-        """LibreTranslate's answer from the translations of ``lines()``, in order."""
-        translated, start = [], 0
+    def answer(self, outputs: Sequence[Hypotheses], source: str) -> dict[str, Any]:
+        """LibreTranslate's answer from the hypotheses (best first) of ``lines()``, in order."""
+        translated, alternatives, start = [], [], 0
         for text in self.texts:
             count = len(split_lines(text))
-            translated.append("\n".join(outputs[start : start + count]))
+            lines = outputs[start : start + count]
+            translated.append("\n".join(hyps[0] for hyps in lines))
+            alternatives.append(join(lines, self.alternatives))
             start += count
         body: dict[str, Any] = {"translatedText": translated if self.batch else translated[0]}
         if self.auto:
             detected = {"confidence": CONFIDENCE, "language": source}
             body["detectedLanguage"] = [detected] * len(self.texts) if self.batch else detected
+        if self.alternatives > 0:  # LibreTranslate has the key only when alternatives were asked for
+            body["alternatives"] = alternatives if self.batch else alternatives[0]
         return body
 
 
@@ -214,7 +229,8 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
         raise ApiError(400, "html format is not supported: this server translates plain text (format=text)")
     if text_format != "text":
         raise ApiError(400, f"{show(text_format)} format is not supported; send format=text")
-    request = TranslateRequest(texts, batch, auto=source == "auto")
+    alternatives = _alternatives(fields, pair.max_alternatives)
+    request = TranslateRequest(texts, batch, auto=source == "auto", alternatives=alternatives)
     lines = len(request.lines())
     if lines > pair.max_lines:
         raise ApiError(
@@ -241,6 +257,26 @@ def _texts(fields: dict[str, Any], pair: Pair) -> tuple[list[str], bool]:
     if chars > pair.max_chars:
         raise ApiError(400, f"invalid request: q has {chars} characters, over this server's {pair.max_chars}")
     return texts, batch
+
+
+def _alternatives(fields: dict[str, Any], limit: int) -> int:
+    """``alternatives`` as a count from 0 to ``limit``; missing, null or "" is 0 (as ``format``
+    left empty is its default), a bool is no number although Python counts it as one."""
+    value = fields.get("alternatives")
+    if value is None or value == "":
+        return 0
+    if isinstance(value, str) and (match := _INTEGER.fullmatch(value.strip())):
+        digits = match.group(2).lstrip("0") or "0"
+        number = int(digits) if len(digits) <= _LONGEST else 10**_LONGEST
+        value = -number if match.group(1) else number
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, "invalid request: alternatives parameter is not a whole number")
+    if value < 0:
+        raise ApiError(400, "invalid request: alternatives parameter must be >= 0")
+    if value > limit:
+        message = f"invalid request: alternatives parameter must be <= {limit} (--alternatives-limit)"
+        raise ApiError(400, message)
+    return value
 
 
 def _text_field(fields: dict[str, Any], name: str, default: str | None = None) -> str:

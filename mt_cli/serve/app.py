@@ -1,7 +1,8 @@
 """The FastAPI app: LibreTranslate's endpoints over one engine, its requests micro-batched.
 
 Endpoints (LibreTranslate's schemas): ``POST /translate``, ``POST /detect``, ``GET /languages``,
-``GET /frontend/settings``, plus ``GET /health`` and the page at ``/`` (each GET answers HEAD
+``GET /frontend/settings`` (LibreTranslate's keys, plus ``alternativesLimit``, which mt's page
+reads to ask for alternatives), plus ``GET /health`` and the page at ``/`` (each GET answers HEAD
 too, as load balancers probe). Every error answer is ``{"error": message}`` (``handlers.py``):
 400 bad input, 403 key, 404/405 route, 408 body too slow, 413 body too big, 429 queue full,
 503 stopping or over ``--limit-concurrency``; 500 only for mt's own failures.
@@ -15,7 +16,6 @@ are answered 503, queued requests are decoded within the grace period, the rest 
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib.resources
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,7 +28,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse
 
 from mt_cli.decode.engine import Engine
-from mt_cli.serve import api, body
+from mt_cli.serve import alternatives, api, body
 from mt_cli.serve.batcher import Batcher, EngineFailed
 from mt_cli.serve.handlers import Guard, add_error_handlers
 
@@ -53,6 +53,7 @@ class Settings:
     batch_wait_ms: float = 5.0  # how long the batcher waits for more requests after the first
     batch_lines: int = 256  # lines that close a batch before the wait is over
     beam_size: int | None = None  # None: the engine's own (the model card's)
+    alternatives_limit: int = 3  # alternatives a request may ask for (400 past it); 0: none
     api_keys: frozenset[str] = frozenset()  # empty: no key needed
     timeout_read: float = 10.0  # seconds for a request's headers, and again for its body
     timeout_keep_alive: float = 5.0  # seconds an idle connection is kept open (uvicorn's default)
@@ -76,15 +77,21 @@ class Settings:
 
 def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] | None = None) -> FastAPI:
     """The server for ``engine``; ``on_ready`` runs once the batcher runs, before the first request."""
-    translate_lines = functools.partial(engine.translate_lines, beam_size=settings.beam_size)
-    batcher = Batcher(
-        translate_lines,
+    # Keyed by the number of alternatives: one engine call decodes with one beam and n-best.
+    batcher: Batcher[int, alternatives.Hypotheses] = Batcher(
+        alternatives.decoder(engine, settings.beam_size),
         settings.max_queue,
         settings.batch_wait_ms / 1000,
         settings.batch_lines,
         engine.parallel_batches,
     )
-    pair = api.Pair(engine.src_lang, engine.tgt_lang, settings.max_chars, settings.request_lines)
+    pair = api.Pair(
+        engine.src_lang,
+        engine.tgt_lang,
+        settings.max_chars,
+        settings.request_lines,
+        settings.alternatives_limit,
+    )
     stopping = asyncio.Event()
     # python-multipart logs a warning for each malformed multipart body: a client's mistake,
     # already answered 400, and any client could fill the log with them.
@@ -130,7 +137,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
 
 def _add_api_routes(
     app: FastAPI,
-    batcher: Batcher,
+    batcher: Batcher[int, alternatives.Hypotheses],
     pair: api.Pair,
     settings: Settings,
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
@@ -141,7 +148,8 @@ def _add_api_routes(
         api.check_key(fields, settings.api_keys)
         job = api.parse_translate(fields, pair)
         try:
-            outputs = await body.unless_client_leaves(request.receive, batcher.translate(job.lines()))
+            work = batcher.translate(job.lines(), job.alternatives)
+            outputs = await body.unless_client_leaves(request.receive, work)
         except EngineFailed as err:  # input that passed every check failed alone: mt's bug, one line
             logger.error("mt serve: the engine failed on one request: %s", err)
             raise api.ApiError(500, f"Cannot translate text: {api.show(str(err.cause), 200)}") from None
@@ -155,7 +163,9 @@ def _add_api_routes(
         return [{"confidence": api.CONFIDENCE, "language": pair.source}]
 
 
-def _add_info_routes(app: FastAPI, batcher: Batcher, pair: api.Pair, settings: Settings) -> None:
+def _add_info_routes(
+    app: FastAPI, batcher: Batcher[int, alternatives.Hypotheses], pair: api.Pair, settings: Settings
+) -> None:
     page = importlib.resources.files("mt_cli.serve").joinpath("page.html").read_text(encoding="utf-8")
 
     @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
@@ -180,6 +190,7 @@ def _add_info_routes(app: FastAPI, batcher: Batcher, pair: api.Pair, settings: S
             "suggestions": False,
             "filesTranslation": False,
             "supportedFilesFormat": [],
+            "alternativesLimit": settings.alternatives_limit,  # mt's own key: LibreTranslate has none
             "language": {
                 "source": {"code": pair.source, "name": _name(pair.source)},
                 "target": {"code": pair.target, "name": _name(pair.target)},

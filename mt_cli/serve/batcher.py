@@ -2,9 +2,14 @@
 
 A request's lines wait in a queue bounded in lines (``QueueFull`` past it, the server's 429).
 One task takes the first waiting request, gathers more for ``wait`` seconds or until the
-batch holds ``batch_lines`` lines, runs ONE ``translate`` call on all of them in a
+batch holds ``batch_lines`` lines, runs ONE ``decode`` call on all of them in a
 single-thread executor (the engine is never called twice at once, and the event loop keeps
 accepting requests while it decodes), and hands each request its own slice of the answers.
+
+Each request carries a key, the decode settings it needs (``mt serve``: how many alternatives,
+which sets the beam and the n-best): a batch holds requests of one key only, since one engine
+call decodes with one setting. A request of another key that arrives while a batch gathers is
+held aside, first in line for the next batch, so no key waits behind a stream of another.
 
 One request's text never fails another's: if a batch's call raises, each of its requests is
 decoded again alone, and only the ones that still fail get the error (``EngineFailed``).
@@ -24,10 +29,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-Translate = Callable[[list[str]], list[str]]
+K = TypeVar("K", bound=Hashable)  # a batch's decode settings
+R = TypeVar("R")  # what the engine gives for one line
+Decode = Callable[[list[str], K], Sequence[R]]  # (lines, key) -> one result per line, in order
 DRAIN_MARGIN_S = 0.5  # kept free at the end of a grace period beyond the longest decode seen
 
 
@@ -48,9 +57,10 @@ class EngineFailed(Exception):
 
 
 @dataclass(eq=False)  # compared by identity: jobs are kept in a set
-class _Job:
+class _Job(Generic[K, R]):
     lines: list[str]
-    future: asyncio.Future[list[str]] = field(repr=False)
+    key: K  # decoded only in a batch of jobs with an equal key
+    future: asyncio.Future[list[R]] = field(repr=False)
     queued: bool = True  # its lines still count in ``queued_lines``
 
 
@@ -76,22 +86,25 @@ class Stats:
         self.longest_decode_s = max(self.longest_decode_s, seconds)
 
 
-class Batcher:
-    """Gathers the lines of concurrent ``translate`` calls into single calls of ``translate_lines``."""
+class Batcher(Generic[K, R]):
+    """Gathers the lines of concurrent ``translate`` calls of one key into single ``decode`` calls."""
 
     def __init__(
-        self, translate_lines: Translate, max_queue: int, wait: float, batch_lines: int, parallel: int = 1
+        self, decode: Decode[K, R], max_queue: int, wait: float, batch_lines: int, parallel: int = 1
     ) -> None:
         if max_queue < 1 or batch_lines < 1 or wait < 0 or parallel < 1:
             raise ValueError("max_queue, batch_lines and parallel must be positive and wait not negative")
         self._parallel = parallel  # batches decoded at once, each in its own thread
-        self._translate_lines = translate_lines
+        self._decode_lines = decode
         self.max_queue = max_queue
         self._wait = wait
         self._batch_lines = batch_lines
-        self._queue: asyncio.Queue[_Job] = asyncio.Queue()
-        self._waiting: set[_Job] = set()  # queued, not yet taken for a batch
-        self._unanswered: set[_Job] = set()  # accepted, future not yet resolved (decoding or not)
+        self._queue: asyncio.Queue[_Job[K, R]] = asyncio.Queue()
+        # Taken off the queue while a batch of another key gathered: older than anything still
+        # in the queue, so the next batch starts with them.
+        self._held: deque[_Job[K, R]] = deque()
+        self._waiting: set[_Job[K, R]] = set()  # queued or held, not yet in a batch
+        self._unanswered: set[_Job[K, R]] = set()  # accepted, future not yet resolved (decoding or not)
         self.queued_lines = 0  # lines accepted and not yet handed to the engine
         self.pending_requests = 0  # requests accepted and not yet answered
         self.stats = Stats()
@@ -107,16 +120,17 @@ class Batcher:
         )
         self._task = asyncio.get_running_loop().create_task(self._run(), name="mt-batcher")
 
-    async def translate(self, lines: list[str]) -> list[str]:
-        """The translations of ``lines``, in order, decoded along with whatever else is waiting.
-        Cancelling the call (a client that left) takes the lines out of the queue."""
+    async def translate(self, lines: list[str], key: K) -> list[R]:
+        """The engine's results for ``lines`` decoded with ``key``, in order, decoded along with
+        whatever else of that key is waiting. Cancelling the call (a client that left) takes the
+        lines out of the queue."""
         if self._closing or self._task is None:
             raise Closed("the server is stopping")
         if self.queued_lines + len(lines) > self.max_queue:
             raise QueueFull(
                 f"the queue is full ({self.queued_lines} of {self.max_queue} lines waiting); retry shortly"
             )
-        job = _Job(lines, asyncio.get_running_loop().create_future())
+        job: _Job[K, R] = _Job(lines, key, asyncio.get_running_loop().create_future())
         job.future.add_done_callback(lambda _: self._unqueue(job))
         job.future.add_done_callback(lambda _: self._unanswered.discard(job))
         self.queued_lines += len(lines)
@@ -156,13 +170,13 @@ class Batcher:
             self._executor.shutdown(wait=True)
 
     @staticmethod
-    def _expire(jobs: set[_Job]) -> None:
+    def _expire(jobs: set[_Job[K, R]]) -> None:
         for job in list(jobs):
             if not job.future.done():
                 job.future.set_exception(Closed("the server is stopping and could not decode this in time"))
 
-    def _unqueue(self, job: _Job) -> None:
-        """The job left the queue (taken for a batch, or answered or cancelled while waiting):
+    def _unqueue(self, job: _Job[K, R]) -> None:
+        """The job left the queue (put in a batch, or answered or cancelled while waiting):
         its lines no longer count against the queue's room."""
         self._waiting.discard(job)
         if job.queued:
@@ -181,7 +195,7 @@ class Batcher:
             decoding.add(task)  # held until done: the loop keeps only weak references to tasks
             task.add_done_callback(decoding.discard)
 
-    async def _decode_then_release(self, jobs: list[_Job], slots: asyncio.Semaphore) -> None:
+    async def _decode_then_release(self, jobs: list[_Job[K, R]], slots: asyncio.Semaphore) -> None:
         try:
             await self._decode(jobs)
         finally:
@@ -189,11 +203,22 @@ class Batcher:
             for _ in jobs:
                 self._queue.task_done()
 
-    async def _gather(self) -> list[_Job]:
-        """The first waiting job and those that arrive within ``wait`` seconds, up to the line budget.
-        Jobs nobody waits for any more count nothing against the budget."""
-        jobs = [await self._take()]
-        lines = _wanted_lines(jobs[0])
+    async def _gather(self) -> list[_Job[K, R]]:
+        """The first waiting job and those of its key already waiting or arriving within ``wait``
+        seconds, up to the line budget; jobs of other keys are held for the next batch. Jobs
+        nobody waits for any more count nothing against the budget."""
+        first = self._held.popleft() if self._held else await self._queue.get()
+        jobs = [first]
+        self._unqueue(first)
+        lines = _wanted_lines(first)
+        for job in list(self._held):  # the held jobs of this key, oldest first
+            if lines >= self._batch_lines:
+                break
+            if job.key == first.key:
+                self._held.remove(job)
+                jobs.append(job)
+                self._unqueue(job)
+                lines += _wanted_lines(job)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._wait
         while lines < self._batch_lines:
@@ -202,26 +227,20 @@ class Batcher:
                 if remaining <= 0:
                     break
                 try:
-                    job = await asyncio.wait_for(self._take(), remaining)
+                    job = await asyncio.wait_for(self._queue.get(), remaining)
                 except asyncio.TimeoutError:  # not the builtin before Python 3.11
                     break
             else:
-                job = self._take_nowait()
+                job = self._queue.get_nowait()
+            if job.key != first.key:
+                self._held.append(job)  # still waiting: its lines still count against the queue
+                continue
             jobs.append(job)
+            self._unqueue(job)
             lines += _wanted_lines(job)
         return jobs
 
-    async def _take(self) -> _Job:
-        job = await self._queue.get()
-        self._unqueue(job)
-        return job
-
-    def _take_nowait(self) -> _Job:
-        job = self._queue.get_nowait()
-        self._unqueue(job)
-        return job
-
-    async def _decode(self, jobs: list[_Job]) -> None:
+    async def _decode(self, jobs: list[_Job[K, R]]) -> None:
         """One engine call for the jobs still wanted; each future gets its slice. If the call
         raises, each job is decoded alone, so the error reaches only the request(s) at fault."""
         live = [job for job in jobs if not job.future.done()]  # a client that left is not decoded for
@@ -232,7 +251,7 @@ class Batcher:
         if not live:
             return
         try:
-            outputs = await self._call([line for job in live for line in job.lines], len(live))
+            outputs = await self._call([line for job in live for line in job.lines], live[0].key, len(live))
         except EngineFailed as err:
             if len(live) == 1:
                 self._fail(live[0], err)
@@ -242,12 +261,12 @@ class Batcher:
                 if job.future.done():  # its client left while the batch ran
                     continue
                 try:
-                    outputs = await self._call(job.lines, 1)
-                except EngineFailed as alone:
-                    self._fail(job, alone)
+                    alone = await self._call(job.lines, job.key, 1)
+                except EngineFailed as failure:
+                    self._fail(job, failure)
                 else:
                     if not job.future.done():  # answered Closed by a stop's deadline meanwhile
-                        job.future.set_result(outputs)
+                        job.future.set_result(alone)
             return
         start = 0
         for job in live:
@@ -256,12 +275,12 @@ class Batcher:
                 job.future.set_result(outputs[start:end])
             start = end
 
-    async def _call(self, lines: list[str], requests: int) -> list[str]:
-        """The engine's translations of ``lines`` (in the executor), or ``EngineFailed``."""
+    async def _call(self, lines: list[str], key: K, requests: int) -> list[R]:
+        """The engine's results for ``lines`` (in the executor), or ``EngineFailed``."""
         loop = asyncio.get_running_loop()
         started = time.monotonic()
         try:
-            outputs = await loop.run_in_executor(self._executor, self._translate_lines, lines)
+            outputs = list(await loop.run_in_executor(self._executor, self._decode_lines, lines, key))
         except Exception as err:  # whatever the engine raises is its failure on these lines
             raise EngineFailed(err) from err
         if len(outputs) != len(lines):
@@ -269,11 +288,11 @@ class Batcher:
         self.stats.add(requests, len(lines), time.monotonic() - started)
         return outputs
 
-    def _fail(self, job: _Job, err: EngineFailed) -> None:
+    def _fail(self, job: _Job[K, R], err: EngineFailed) -> None:
         self.stats.failed_requests += 1
         if not job.future.done():
             job.future.set_exception(err)
 
 
-def _wanted_lines(job: _Job) -> int:
+def _wanted_lines(job: _Job[K, R]) -> int:
     return 0 if job.future.done() else len(job.lines)

@@ -1,0 +1,57 @@
+"""LibreTranslate's ``alternatives``: the n-best list after the best translation, as the server
+decodes and answers it.
+
+A request for N alternatives is decoded with ``n_best`` N + 1 and a beam of at least N + 1
+(``max(beam, N + 1)``, the beam otherwise the server's), so its best translation may differ from
+that of a request without alternatives when N + 1 is wider than the beam. LibreTranslate's Argos
+engine decodes with ``max(N + 1, 4)``; mt keeps the server's beam where it is wide enough.
+
+A text of several lines has each line translated on its own (``api.split_lines``); its k-th
+alternative joins each line's k-th hypothesis with "\\n" (a line with fewer hypotheses, such as
+an empty line, gives its best), as Argos Translate joins its paragraphs' hypotheses. As
+LibreTranslate does, an alternative equal to the best translation, to an earlier alternative or
+empty is left out, so a text may get fewer than N.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mt_cli.decode.engine import Engine
+from mt_cli.decode.results import TranslateOptions
+
+Hypotheses = tuple[str, ...]  # a line's translations, best first: one without alternatives
+
+
+def options(alternatives: int, beam: int | None, default_beam: int) -> TranslateOptions:
+    """What a request for ``alternatives`` (over 0) decodes with: n-best N + 1 in a beam of at
+    least N + 1, the server's ``beam`` (None: the model's ``default_beam``) where it is wider."""
+    wanted = alternatives + 1
+    return TranslateOptions(beam=max(default_beam if beam is None else beam, wanted), n_best=wanted)
+
+
+def decoder(engine: Engine, beam: int | None) -> Callable[[list[str], int], list[Hypotheses]]:
+    """The batcher's engine call: lines and how many alternatives -> each line's hypotheses.
+    Without alternatives it is ``translate_lines`` with the server's beam, as before they existed."""
+
+    def decode(lines: list[str], alternatives: int) -> list[Hypotheses]:
+        if alternatives == 0:
+            return [(text,) for text in engine.translate_lines(lines, beam_size=beam)]
+        found = engine.translate(lines, options(alternatives, beam, engine.beam_size))
+        return [tuple(hyp.text for hyp in translation.hypotheses) for translation in found]
+
+    return decode
+
+
+def join(lines: Sequence[Hypotheses], count: int) -> list[str]:
+    """Up to ``count`` alternatives of the text whose lines have these hypotheses (see the module
+    docstring): the k-th joins each line's k-th, or its best where it has fewer."""
+    best = "\n".join(hyps[0] for hyps in lines)
+    seen = {best, ""}  # LibreTranslate's filter_unique: nothing equal to the best, nothing empty
+    found = []
+    for k in range(1, count + 1):
+        text = "\n".join(hyps[k] if k < len(hyps) else hyps[0] for hyps in lines)
+        if text not in seen:
+            seen.add(text)
+            found.append(text)
+    return found

@@ -1,0 +1,39 @@
+"""layout: the names of a run directory's files, and how a run and checkpoint are named together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mt_cli.errors import CheckpointError
+from mt_cli.layout import RunDir, run_and_checkpoint, tokenizer_file
+
+
+def test_a_run_is_named_with_or_without_a_checkpoint(tmp_path: Path) -> None:
+    assert run_and_checkpoint("runs/b") == (Path("runs/b"), None)
+    assert run_and_checkpoint("runs/b:last") == (Path("runs/b"), "last")
+    assert run_and_checkpoint("runs/b:/tmp/x.pt") == (Path("runs/b"), "/tmp/x.pt")
+    odd = tmp_path / "a:b"
+    odd.mkdir()
+    assert run_and_checkpoint(odd) == (odd, None)  # an existing path is a run, colon or not
+    assert run_and_checkpoint(str(odd)) == (odd, None)
+
+
+def test_run_files_sit_where_the_reference_says(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    assert run.best == tmp_path / "checkpoints" / "best.pt"
+    assert run.step_checkpoint(12) == tmp_path / "checkpoints" / "step0000012.pt"
+    assert run.tokenizer("de") == tmp_path / tokenizer_file("de") == tmp_path / "spm.de.model"
+    assert run.lock == tmp_path / ".lock"
+
+
+def test_a_missing_checkpoint_lists_the_ones_there(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.checkpoints.mkdir()
+    run.last.write_bytes(b"")
+    with pytest.raises(CheckpointError, match=r"best\.pt does not exist .*: last\); use --checkpoint last"):
+        run.find_checkpoint(None)
+    with pytest.raises(CheckpointError, match="give one of those names"):
+        run.find_checkpoint("average")
+    assert run.find_checkpoint("last") == run.last

@@ -1,0 +1,228 @@
+"""LibreTranslate's ``alternatives`` on /translate: in-process over a fake n-best engine (the
+answer's shapes, multi-line texts, the decode settings, batching by setting, every refusal), then
+for real: a `mt serve` process whose alternatives must be `mt translate --n-best` rows 2 to 4.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from test_serve import ServeProcess, sentences_of_one_length, start_server
+from test_serve_app import _in_process
+
+from mt_cli.decode.results import Hypothesis, TranslateOptions, Translation
+from mt_cli.serve.app import Settings, create_app
+
+PAIR = {"source": "de", "target": "en"}
+LIMIT_ERROR = "invalid request: alternatives parameter must be <= 3 (--alternatives-limit)"
+
+
+class NBestEngine:
+    """de -> en that upper-cases; its k-th hypothesis adds " k", except for a line starting with
+    "same", whose hypotheses are all alike. Records each call: (kind, lines, beam, n-best)."""
+
+    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 2, "a fake", 1
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str], int | None, int]] = []
+
+    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
+        self.calls.append(("lines", list(lines), beam_size, 1))
+        return [line.upper() for line in lines]
+
+    def translate(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[Translation]:
+        self.calls.append(("n-best", list(lines), options.beam, options.n_best))
+        found = []
+        for line in lines:
+            alike = line.startswith("same")
+            texts = [
+                line.upper() if k == 0 or alike else f"{line.upper()} {k}" for k in range(options.n_best)
+            ]
+            hyps = tuple(Hypothesis(text, (), -float(k)) for k, text in enumerate(texts))
+            found.append(Translation(line, hyps if line else hyps[:1]))  # an empty line: one hypothesis
+        return found
+
+
+def test_alternatives_are_answered_as_libretranslate_answers_them() -> None:
+    engine = NBestEngine()
+    with TestClient(create_app(engine, Settings())) as client:
+        one = client.post("/translate", json={"q": "hund", **PAIR, "alternatives": 3}).json()
+        listed = client.post("/translate", data={"q": ["a", "same", ""], **PAIR, "alternatives": "2"}).json()
+        text = client.post(
+            "/translate", json={"q": "a\n\nb\r\n", "source": "auto", "target": "en", "alternatives": 2}
+        )
+        plain = [
+            client.post("/translate", json={"q": "hund", **PAIR, "alternatives": n}).json() for n in (0, "")
+        ]
+        settings = client.get("/frontend/settings").json()
+    assert one == {"translatedText": "HUND", "alternatives": ["HUND 1", "HUND 2", "HUND 3"]}
+    # A list q: a list per text; alike hypotheses and an empty text's are left out, as LibreTranslate does.
+    assert listed == {"translatedText": ["A", "SAME", ""], "alternatives": [["A 1", "A 2"], [], []]}
+    # A text's k-th alternative joins its lines' k-th hypotheses; an empty line stays empty.
+    assert text.json() == {
+        "translatedText": "A\n\nB\n",
+        "detectedLanguage": {"confidence": 100.0, "language": "de"},
+        "alternatives": ["A 1\n\nB 1\n", "A 2\n\nB 2\n"],
+    }
+    assert plain == [{"translatedText": "HUND"}] * 2  # no alternatives asked: no key, as before
+    # N alternatives: n-best N + 1 in a beam of max(the card's 2, N + 1); none: translate_lines.
+    assert engine.calls == [
+        ("n-best", ["hund"], 4, 4),
+        ("n-best", ["a", "same", ""], 3, 3),
+        ("n-best", ["a", "", "b", ""], 3, 3),
+        ("lines", ["hund"], None, 1),
+        ("lines", ["hund"], None, 1),
+    ]
+    assert settings["alternativesLimit"] == 3
+
+
+def test_the_servers_beam_is_kept_where_it_is_wider_than_the_alternatives_need() -> None:
+    engine = NBestEngine()
+    with TestClient(create_app(engine, Settings(beam_size=6))) as client:
+        answer = client.post("/translate", json={"q": "hund", **PAIR, "alternatives": 1}).json()
+    assert answer == {"translatedText": "HUND", "alternatives": ["HUND 1"]}
+    assert engine.calls == [("n-best", ["hund"], 6, 2)]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (4, LIMIT_ERROR),
+        ("4", LIMIT_ERROR),
+        ("9" * 30, LIMIT_ERROR),
+        (-1, "invalid request: alternatives parameter must be >= 0"),
+        ("-2", "invalid request: alternatives parameter must be >= 0"),
+        ("drei", "invalid request: alternatives parameter is not a whole number"),
+        (2.5, "invalid request: alternatives parameter is not a whole number"),
+        (True, "invalid request: alternatives parameter is not a whole number"),
+        ([1], "invalid request: alternatives parameter is not a whole number"),
+        ("٣", "invalid request: alternatives parameter is not a whole number"),
+    ],
+)
+def test_bad_alternatives_are_a_400_and_never_reach_the_engine(value: object, message: str) -> None:
+    engine = NBestEngine()
+    with TestClient(create_app(engine, Settings())) as client:
+        answer = client.post("/translate", json={"q": "hund", **PAIR, "alternatives": value})
+    assert (answer.status_code, answer.json()) == (400, {"error": message})
+    assert engine.calls == []
+
+
+def test_a_limit_of_0_refuses_every_alternative() -> None:
+    with TestClient(create_app(NBestEngine(), Settings(alternatives_limit=0))) as client:
+        refused = client.post("/translate", data={"q": "hund", **PAIR, "alternatives": "1"})
+        plain = client.post("/translate", data={"q": "hund", **PAIR, "alternatives": "0"})
+    assert refused.status_code == 400 and "<= 0" in refused.json()["error"]
+    assert plain.json() == {"translatedText": "HUND"}
+
+
+def test_concurrent_requests_are_batched_with_those_of_the_same_alternatives() -> None:
+    engine = NBestEngine()
+    app = create_app(engine, Settings(batch_wait_ms=100))
+    asks = [("a", 0), ("b", 2), ("c", 0), ("d", 2), ("e", 1)]
+
+    async def scenario(http: httpx.AsyncClient) -> list[httpx.Response]:
+        posts = [http.post("/translate", json={"q": q, **PAIR, "alternatives": n}) for q, n in asks]
+        return await asyncio.gather(*posts)
+
+    answers = asyncio.run(_in_process(app, scenario))
+    assert [answer.json() for answer in answers] == [
+        {"translatedText": "A"},
+        {"translatedText": "B", "alternatives": ["B 1", "B 2"]},
+        {"translatedText": "C"},
+        {"translatedText": "D", "alternatives": ["D 1", "D 2"]},
+        {"translatedText": "E", "alternatives": ["E 1"]},
+    ]
+    assert engine.calls == [
+        ("lines", ["a", "c"], None, 1),
+        ("n-best", ["b", "d"], 3, 3),
+        ("n-best", ["e"], 2, 2),
+    ]
+
+
+# --- for real: `mt serve` over a trained run, compared with `mt translate --n-best` ---
+
+BEAM = 4  # max(the tiny recipe's beam 3, 3 alternatives + 1)
+
+
+def n_best_rows(run: Path, lines: list[str], folder: Path, *options: str) -> dict[str, list[str]]:
+    """Each line's hypotheses, best first, as `mt translate --n-best 4 --beam 4` prints them."""
+    (folder / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    command = [sys.executable, "-m", "mt_cli", "translate", "--run", str(run), "--device", "cpu", *options]
+    command += ["--n-best", "4", "--beam", str(BEAM), "-i", str(folder / "in.de")]
+    printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    rows: list[list[str]] = [[] for _ in lines]
+    for row in printed.splitlines():
+        number, text, _ = row.split(" ||| ")
+        rows[int(number)].append(text)
+    return dict(zip(lines, rows))
+
+
+def check_alternatives(url: str, rows: dict[str, list[str]]) -> None:
+    """Three alternatives per text, each `mt translate --n-best 4` rows 2 to 4 of its line, for a
+    string q (JSON and form), a list q and a text of several lines."""
+    lines = list(rows)
+    for hyps in rows.values():  # else the comparison below would prove less than it says
+        assert len(hyps) == 4 and len(set(hyps)) == 4, hyps
+    with httpx.Client(timeout=60) as http:
+        for line in lines:
+            one = http.post(f"{url}/translate", json={"q": line, **PAIR, "alternatives": 3}).json()
+            assert one == {"translatedText": rows[line][0], "alternatives": rows[line][1:]}
+            form = http.post(f"{url}/translate", data={"q": line, **PAIR, "alternatives": "3"}).json()
+            assert form == one
+        listed = http.post(f"{url}/translate", json={"q": lines, **PAIR, "alternatives": 3}).json()
+        assert listed == {
+            "translatedText": [rows[line][0] for line in lines],
+            "alternatives": [rows[line][1:] for line in lines],
+        }
+        text = http.post(f"{url}/translate", json={"q": "\n".join(lines), **PAIR, "alternatives": 3}).json()
+        assert text == {
+            "translatedText": "\n".join(rows[line][0] for line in lines),
+            "alternatives": ["\n".join(rows[line][k] for line in lines) for k in (1, 2, 3)],
+        }
+
+
+@pytest.fixture(scope="module")
+def sentences(trained_run: Path) -> list[str]:
+    """Three test2016 sentences of one source length: they decode the same in any batch."""
+    from mt_cli.decode.translator import Translator
+
+    return sentences_of_one_length(Translator.from_run(trained_run, device="cpu"))[:3]
+
+
+@pytest.fixture(scope="module")
+def server(trained_run: Path) -> Iterator[ServeProcess]:
+    running = start_server(trained_run)  # --alternatives-limit 3, the default
+    yield running
+    assert running.stop() == 0
+    assert "Traceback" not in "".join(running.stderr)
+
+
+def test_alternatives_are_mt_translates_n_best_rows_2_to_4(server, trained_run, sentences, tmp_path) -> None:
+    check_alternatives(server.url, n_best_rows(trained_run, sentences, tmp_path))
+
+
+def test_over_the_limit_and_bad_alternatives_are_a_400_json_and_plain_requests_are_as_before(
+    server, trained_run, sentences, tmp_path
+) -> None:
+    with httpx.Client(timeout=60) as http:
+        url = f"{server.url}/translate"
+        over = http.post(url, json={"q": sentences[0], **PAIR, "alternatives": 4})
+        negative = http.post(url, data={"q": sentences[0], **PAIR, "alternatives": "-1"})
+        words = http.post(url, json={"q": sentences[0], **PAIR, "alternatives": "drei"})
+        plain = http.post(url, json={"q": sentences, **PAIR})
+    assert (over.status_code, over.json()) == (400, {"error": LIMIT_ERROR})
+    assert negative.status_code == 400 and list(negative.json()) == ["error"]
+    assert words.status_code == 400 and list(words.json()) == ["error"]
+    (tmp_path / "in.de").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    command = [sys.executable, "-m", "mt_cli", "translate", "--run", str(trained_run), "--device", "cpu"]
+    printed = subprocess.run(
+        [*command, "-i", str(tmp_path / "in.de")], check=True, capture_output=True, text=True
+    )
+    assert plain.json() == {"translatedText": printed.stdout.splitlines()}
