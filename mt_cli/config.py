@@ -24,10 +24,33 @@ from mt_cli.layout import tokenizer_file
 from mt_cli.rules import check_data, check_decode, check_model, check_recipe
 from mt_cli.schema import apply_override, build
 
+Source = Literal["multi30k", "files", "table", "hub"]
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    """One entry of ``data.corpora``: a source with its languages, how often its pairs are drawn
+    per epoch, and an optional tag before its sources. Its keys mean what the single-source keys
+    of ``DataConfig`` mean; languages, ``dir`` and ``train_limit`` left out take the data section's."""
+
+    source: Source | None = None  # required: rules.check_data says so in one line
+    dir: str | None = None
+    files: dict[str, list[str]] = field(default_factory=dict)
+    tables: dict[str, list[str]] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+    hub: str | None = None
+    hub_config: str | None = None
+    hub_splits: dict[str, str] = field(default_factory=dict)
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    train_limit: int | None = None
+    weight: float = 1.0  # each pair drawn this many times per epoch (a fraction: that share of them)
+    tag: str | None = None  # e.g. "<bt>": a SentencePiece user-defined symbol before every source
+
 
 @dataclass(frozen=True)
 class DataConfig:
-    source: Literal["multi30k", "files", "table", "hub"] = "multi30k"
+    source: Source = "multi30k"
     dir: str | None = None  # local Multi30k copy; else $MT_DATA_DIR, else the hub
     files: dict[str, list[str]] = field(default_factory=dict)  # split -> [src_path, tgt_path]
     tables: dict[str, list[str]] = field(default_factory=dict)  # split -> TSV/JSONL/Parquet files
@@ -44,6 +67,44 @@ class DataConfig:
     prepared_dir: str | None = None  # where prepared corpora go (None: RUN/prepared)
     workers: int = 0  # DataLoader worker processes building training batches (0: the training process)
     test_split: str = "test2016"
+    # Several corpora mixed by weight; empty: the single-source keys above are the one corpus.
+    corpora: list[CorpusConfig] = field(default_factory=list)
+    target_tags: bool = False  # <2xx> before every source even with one target language
+
+    def entries(self) -> tuple[CorpusConfig, ...]:
+        """The corpora of the run, with the data section's languages, dir and train_limit filled in
+        where an entry leaves them out; the first gives validation and test."""
+        if not self.corpora:
+            keys = ("source", "dir", "files", "tables", "columns", "hub", "hub_config", "hub_splits")
+            one = CorpusConfig(**{key: getattr(self, key) for key in keys})
+            langs = {"src_lang": self.src_lang, "tgt_lang": self.tgt_lang}
+            return (dataclasses.replace(one, **langs, train_limit=self.train_limit),)
+        return tuple(
+            dataclasses.replace(
+                entry,
+                src_lang=entry.src_lang or self.src_lang,
+                tgt_lang=entry.tgt_lang or self.tgt_lang,
+                dir=entry.dir if entry.dir is not None else self.dir,
+                train_limit=entry.train_limit if entry.train_limit is not None else self.train_limit,
+            )
+            for entry in self.corpora
+        )
+
+    def languages(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The source languages and the target languages of the run, each in order of first use."""
+        entries = self.entries()
+        src = tuple(dict.fromkeys(entry.src_lang for entry in entries))
+        return src, tuple(dict.fromkeys(entry.tgt_lang for entry in entries))
+
+    def sides(self) -> tuple[str, str]:
+        """Names of the source and target tokenizers: the side's language, or its languages joined
+        with "+" when it has several (one model per side either way)."""
+        src, tgt = self.languages()
+        return "+".join(src), "+".join(tgt)
+
+    def uses_target_tags(self) -> bool:
+        """Whether ``<2xx>`` goes before every source: the model must be told which language to write."""
+        return self.target_tags or len(self.languages()[1]) > 1
 
 
 @dataclass(frozen=True)
@@ -107,6 +168,12 @@ class TrainConfig:
     log_every_steps: int = 100
     max_bad_steps: int = 10  # consecutive non-finite losses before the run stops
     tensorboard: bool = False  # also write the metrics to RUN/tensorboard/ (the tensorboard extra)
+    # Warm start (train/warm_start.py): RUN or RUN:CHECKPOINT (default best) gives the new run its
+    # weights and tokenizers; what else to carry over (nothing: a fresh optimizer and schedule); what
+    # not to train.
+    init_from: str | None = None
+    init_keep: list[Literal["optimizer", "schedule"]] = field(default_factory=list)
+    freeze: list[Literal["encoder", "embeddings", "decoder", "output"]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -169,6 +236,15 @@ def config_to_dict(config: Config | ModelCard) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class ParentCard:
+    """The checkpoint a warm-started model began from (``train.init_from``)."""
+
+    run: str  # the parent's run directory, as the recipe named it
+    checkpoint: str  # the checkpoint file the weights came from
+    sha256: str  # of that file when the new run started: says whether it is still the same file
+
+
+@dataclass(frozen=True)
 class ModelCard:
     """What inference needs to know about a trained model, and nothing of how it was trained."""
 
@@ -177,11 +253,12 @@ class ModelCard:
     decode: DecodeConfig  # the decoding it was tuned with: beam, length penalty, length limits
     src_tokenizer: str  # file names in the run directory
     tgt_tokenizer: str
+    parent: ParentCard | None = None  # None: trained from scratch (and every card older than warm starts)
 
     @classmethod
     def of(cls, cfg: Config) -> ModelCard:
-        langs = (cfg.data.src_lang, cfg.data.tgt_lang)
-        return cls(cfg.model, cfg.data, cfg.decode, *(tokenizer_file(lang) for lang in langs))
+        # One tokenizer per side, named by its language(s): "de", or "de+fr+cs" for a many-to-one model.
+        return cls(cfg.model, cfg.data, cfg.decode, *(tokenizer_file(side) for side in cfg.data.sides()))
 
 
 def card_from_dict(raw: dict[str, Any]) -> ModelCard:

@@ -10,14 +10,29 @@ extra (``train.progress``), what an export format supports (``export``).
 
 from __future__ import annotations
 
+import math
+import re
 from typing import TYPE_CHECKING
 
 from mt_cli.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mt_cli.config import Config, DataConfig, DecodeConfig, ModelConfig, TokenizerConfig, TrainConfig
+    from mt_cli.config import (
+        Config,
+        CorpusConfig,
+        DataConfig,
+        DecodeConfig,
+        ModelConfig,
+        TokenizerConfig,
+        TrainConfig,
+    )
 
 SPLITS = ("train", "val", "test", "test2016", "test2017", "mscoco2017", "test2018")
+MULTI30K_LANGUAGES = ("de", "en", "fr", "cs")  # task 1 as mt ships it: line i is one sentence in all four
+SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")  # the tokenizers' own; a tag cannot be one of them
+_TAG = re.compile(r"<[^<>\s]+>")
+_LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)*")
+FREEZABLE = ("encoder", "embeddings", "decoder", "output")  # the choices of config.TrainConfig.freeze
 _PROBABILITIES = (
     "dropout",
     "attention_dropout",
@@ -62,23 +77,97 @@ def check_data(d: DataConfig) -> None:
     require(d.workers >= 0, f"data.workers={d.workers} must be 0 (the training process) or more")
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
-    for split, pair in d.files.items():
-        require(split in SPLITS, f"data.files.{split} is not a split; choose from {splits}")
-        require(len(pair) == 2, f"data.files.{split} must be [source_file, target_file]")
-    if d.source == "files":
-        require("train" in d.files, "data.source=files needs data.files.train: [source_file, target_file]")
-    for split in d.tables:
-        require(split in SPLITS, f"data.tables.{split} is not a split; choose from {splits}")
-    for split in d.hub_splits:
-        require(split in SPLITS, f"data.hub_splits.{split} is not a split; choose from {splits}")
-    if d.source in ("table", "hub"):
+    entries = d.entries()
+    target_tags = {target_tag(lang) for lang in d.languages()[1]}
+    for index, entry in enumerate(entries):
+        _check_corpus(entry, f"data.corpora[{index}]." if d.corpora else "data.", target_tags)
+    if d.corpora:
+        _check_single_source_unset(d)
+        first = entries[0]
         require(
-            len(d.columns) == 2, f"data.source={d.source} needs data.columns: [source_column, target_column]"
+            (first.src_lang, first.tgt_lang) == (d.src_lang, d.tgt_lang),
+            f"data.corpora[0] translates {first.src_lang}->{first.tgt_lang} but data.src_lang and "
+            f"data.tgt_lang say {d.src_lang}->{d.tgt_lang}: the first corpus gives validation and test, "
+            "in the run's direction; reorder data.corpora or change data.src_lang/tgt_lang",
         )
-    if d.source == "table":
-        require("train" in d.tables, "data.source=table needs data.tables.train: [file, ...]")
-    if d.source == "hub":
-        require(d.hub is not None, "data.source=hub needs data.hub: the dataset's name (e.g. wmt14)")
+
+
+def target_tag(lang: str) -> str:
+    """The tag that tells a multilingual model which language to write (Johnson et al. 2017)."""
+    return f"<2{lang}>"
+
+
+def _check_single_source_unset(d: DataConfig) -> None:
+    """With ``data.corpora`` the single-source keys would describe a second, ignored corpus."""
+    given = {
+        "source": d.source != "multi30k",
+        "files": bool(d.files),
+        "tables": bool(d.tables),
+        "columns": bool(d.columns),
+        "hub": d.hub is not None,
+        "hub_config": d.hub_config is not None,
+        "hub_splits": bool(d.hub_splits),
+    }
+    extra = next((key for key, set_ in given.items() if set_), None)
+    require(
+        extra is None,
+        f"data.{extra} describes a single corpus but data.corpora is set: move it into its corpus entry",
+    )
+
+
+def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
+    """One corpus (an entry of ``data.corpora``, or the data section itself, ``p`` its key prefix)."""
+    splits = ", ".join(SPLITS)
+    require(
+        c.source is not None,
+        f"{p.rstrip('.')} has no source: set {p}source to one of multi30k, files, table, hub",
+    )
+    for side in ("src_lang", "tgt_lang"):
+        _check_language(f"{p}{side}", getattr(c, side), c.source)
+    require(c.src_lang != c.tgt_lang, f"{p}src_lang and {p}tgt_lang are both {c.src_lang!r}")
+    require(c.train_limit is None or c.train_limit > 0, f"{p}train_limit={c.train_limit} must be positive")
+    require(
+        math.isfinite(c.weight) and c.weight > 0,
+        f"{p}weight={c.weight} must be positive: each pair is drawn that many times per epoch",
+    )
+    if c.tag is not None:
+        require(
+            _TAG.fullmatch(c.tag) is not None and c.tag not in SPECIAL_PIECES,
+            f"{p}tag={c.tag!r} must look like <bt>: one word in angle brackets, not one of "
+            f"{', '.join(SPECIAL_PIECES)}",
+        )
+        require(
+            c.tag not in target_tags, f"{p}tag={c.tag!r} is the run's target-language tag; choose another"
+        )
+    for split, pair in c.files.items():
+        require(split in SPLITS, f"{p}files.{split} is not a split; choose from {splits}")
+        require(len(pair) == 2, f"{p}files.{split} must be [source_file, target_file]")
+    if c.source == "files":
+        require("train" in c.files, f"{p}source=files needs {p}files.train: [source_file, target_file]")
+    for split in c.tables:
+        require(split in SPLITS, f"{p}tables.{split} is not a split; choose from {splits}")
+    for split in c.hub_splits:
+        require(split in SPLITS, f"{p}hub_splits.{split} is not a split; choose from {splits}")
+    if c.source in ("table", "hub"):
+        require(len(c.columns) == 2, f"{p}source={c.source} needs {p}columns: [source_column, target_column]")
+    if c.source == "table":
+        require("train" in c.tables, f"{p}source=table needs {p}tables.train: [file, ...]")
+    if c.source == "hub":
+        require(c.hub is not None, f"{p}source=hub needs {p}hub: the dataset's name (e.g. wmt14)")
+
+
+def _check_language(key: str, lang: str | None, source: str | None) -> None:
+    if source == "multi30k":
+        require(
+            lang in MULTI30K_LANGUAGES,
+            f"{key}={lang!r} is not a Multi30k language; choose from {', '.join(MULTI30K_LANGUAGES)}",
+        )
+    # It names files (spm.LANG.model) and tags (<2LANG>): a language code, nothing else.
+    require(
+        lang is not None and _LANGUAGE.fullmatch(lang) is not None,
+        f"{key}={lang!r} is not a language code (ISO 639: two or three lowercase letters, "
+        "optionally a script or region, e.g. de, fra, zh_Hans)",
+    )
 
 
 def check_model(m: ModelConfig) -> None:
@@ -150,6 +239,39 @@ def check_train(t: TrainConfig) -> None:
         f"train.average_last={t.average_last} cannot exceed train.keep_last={t.keep_last}",
     )
     check_schedule(t)
+    check_warm_start(t)
+
+
+def check_warm_start(t: TrainConfig) -> None:
+    """``train.init_from`` and what goes with it; the parent itself is checked when training starts
+    (``train.warm_start``), since that needs its files."""
+    if t.init_from is None:
+        for name in ("init_keep", "freeze"):
+            require(
+                not getattr(t, name),
+                f"train.{name} needs train.init_from (a parent run to start from); remove it or set both",
+            )
+        return
+    require(bool(t.init_from.strip()), "train.init_from is empty; give RUN or RUN:CHECKPOINT, or null")
+    for name in ("init_keep", "freeze"):
+        values = getattr(t, name)
+        require(len(set(values)) == len(values), f"train.{name}={values} repeats a name")
+    require(
+        set(t.freeze) != set(FREEZABLE),
+        f"train.freeze names every part ({', '.join(FREEZABLE)}): nothing would train",
+    )
+    # The parent's optimizer state covers every parameter in two groups; frozen ones leave the groups.
+    require(
+        "optimizer" not in t.init_keep or not t.freeze,
+        "train.init_keep: [optimizer] cannot go with train.freeze (the parent's optimizer state covers "
+        "every parameter); drop one of them",
+    )
+    # Cosine and linear decay end at this run's own horizon; an offset would skip part of the decay.
+    require(
+        "schedule" not in t.init_keep or t.schedule not in ("cosine", "linear"),
+        f"train.init_keep: [schedule] continues a schedule, and train.schedule={t.schedule} decays over "
+        "this run's own horizon; use inverse_sqrt, noam or constant, or drop schedule from train.init_keep",
+    )
 
 
 def check_schedule(t: TrainConfig) -> None:

@@ -59,6 +59,8 @@ def coerce(value: Any, hint: Any, key: str) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         return coerce(value, inner[0], key)
+    if dataclasses.is_dataclass(hint):  # an optional section, e.g. a model card's parent
+        return build(hint, value, prefix=f"{key}.")
     if origin is Literal:
         if isinstance(value, bool):  # YAML 1.1 reads a bare off/on as a boolean
             value = "on" if value else "off"

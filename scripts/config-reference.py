@@ -3,7 +3,9 @@
     python scripts/config-reference.py > /tmp/keys.md   # then paste over the "Config keys" tables
 
 Type and default come from mt_cli/config.py; the meaning is the comment beside the key in
-configs/multi30k.yaml (continuation lines included), so the two documents cannot drift apart.
+configs/multi30k.yaml (continuation lines included), so the two documents cannot drift apart. The
+keys of a ``data.corpora`` entry are documented there as commented lines (``#   key: value  #
+meaning``) under ``corpora:``; an entry key without one means what the data key of its name means.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import dataclasses
 import re
 import typing
 
-from mt_cli.config import Config, config_to_dict, load_config
+from mt_cli.config import Config, CorpusConfig, config_to_dict, load_config
 from mt_cli.resources import RECIPES
 
 
@@ -25,8 +27,12 @@ def comments() -> dict[str, str]:
             section = line.rstrip(":").strip() + "."
             continue
         key = re.match(r"^\s*(\w+):[^#]*#\s?(.*)$", line)
+        entry = re.match(r"^\s+#\s+(\w+):[^#]*#\s?(.*)$", line)  # a key of a data.corpora entry
         more = re.match(r"^\s+#\s?(.*)$", line)
-        if key:
+        if entry:
+            last = f"data.corpora[].{entry.group(1)}"
+            found[last] = entry.group(2).strip()
+        elif key:
             last = (section if line.startswith(" ") else "") + key.group(1)
             found[last] = key.group(2).strip()
         elif more and last:
@@ -34,16 +40,28 @@ def comments() -> dict[str, str]:
     return found
 
 
-def type_name(hint: object) -> str:
+def choices(hint: object) -> tuple[str, ...] | None:
+    """The values of a ``Literal`` (or of an optional one, with None), else None."""
     if typing.get_origin(hint) is typing.Literal:
-        return " \\| ".join(str(a) for a in typing.get_args(hint))
-    return str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "").replace("|", "\\|")
+        return tuple(map(str, typing.get_args(hint)))
+    args = typing.get_args(hint)
+    if type(None) in args and len(args) == 2:
+        inner = choices(next(a for a in args if a is not type(None)))
+        return None if inner is None else (*inner, "None")
+    return None
+
+
+def type_name(hint: object) -> str:
+    if (values := choices(hint)) is not None:
+        return " \\| ".join(values)
+    text = str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
+    return text.replace("mt_cli.config.", "").replace("|", "\\|")
 
 
 def meaning(note: str, hint: object) -> str:
     """The comment without a leading list of the choices (the type column has them), table-safe."""
-    if typing.get_origin(hint) is typing.Literal:
-        note = note.removeprefix(" | ".join(str(a) for a in typing.get_args(hint))).strip()
+    if (values := choices(hint)) is not None:
+        note = note.removeprefix(" | ".join(v for v in values if v != "None")).strip()
     return note.replace("|", "\\|")
 
 
@@ -65,6 +83,20 @@ def main() -> None:
                 f"| `{name}` | {type_name(hint)} | `{default}` | `{used}` | "
                 f"{meaning(notes.get(name, ''), hint)} |"
             )
+            if name == "data.corpora":
+                entry_rows(notes)
+
+
+def entry_rows(notes: dict[str, str]) -> None:
+    """The keys of one ``data.corpora`` entry (the default recipe has none: its column is empty)."""
+    hints, defaults = typing.get_type_hints(CorpusConfig), dataclasses.asdict(CorpusConfig())
+    for field in dataclasses.fields(CorpusConfig):
+        name = f"data.corpora[].{field.name}"
+        note = notes.get(name) or f"as `data.{field.name}`" + (
+            " (left out: its value)" if field.name in ("src_lang", "tgt_lang", "dir", "train_limit") else ""
+        )
+        hint = hints[field.name]
+        print(f"| `{name}` | {type_name(hint)} | `{defaults[field.name]}` | — | {meaning(note, hint)} |")
 
 
 if __name__ == "__main__":

@@ -3,12 +3,19 @@
 #   bash scripts/scale-probe.sh CORPUS_DIR RUN_DIR [more --set overrides]
 # `mt prepare`, then `mt train` for 200 updates reusing what prepare wrote, each under
 # /usr/bin/time -v; prints their wall time and peak RSS, and the median training tokens/s of the
-# log intervals after the first 50 updates. CORPUS_DIR=multi30k trains on the shipped Multi30k.
+# log intervals after the first 50 updates. CORPUS_DIR=multi30k trains on the shipped Multi30k;
+# CORPUS_DIR=mix:DIR trains on two corpora (data.corpora): the shipped Multi30k with weight 3 (it
+# gives validation and test) and DIR's files with weight 1.
 set -euo pipefail
 corpus=$1 run=$2
 shift 2
 sets=(--set train.test_at_end=false --set train.log_every_steps=10 --set train.max_steps=200
   --set train.warmup_steps=100 "$@")
+if [[ "$corpus" == mix:* ]]; then
+  files="[${corpus#mix:}/train.de, ${corpus#mix:}/train.en]"
+  sets+=(--set "data.corpora=[{source: multi30k, weight: 3}, {source: files, files: {train: $files}}]")
+  corpus=multi30k
+fi
 if [ "$corpus" != multi30k ]; then
   sets+=(--set data.source=files
     --set "data.files.train=[$corpus/train.de,$corpus/train.en]"

@@ -24,6 +24,7 @@ from mt_cli import __version__
 from mt_cli.cli import app
 from mt_cli.config import load_config
 from mt_cli.files import read_lines
+from mt_cli.resources import recipe_names
 
 COMMANDS = ["prepare", "train", "config", "translate", "eval", "average", "bench", "plot"]
 TINY = ["--config", "tiny", "--set", "data.train_limit=800", "--set", "train.max_tokens=1024"]
@@ -107,7 +108,8 @@ def test_config_prints_the_resolved_recipe_from_any_directory(tmp_path: Path, mo
         runner.invoke(app, ["config", "--config", str(shipped)]).stdout
     )
     unknown = runner.invoke(app, ["config", "--config", "multi31k"])
-    assert unknown.exit_code == 2 and "multi30k, quick, tiny" in unknown.stderr
+    assert unknown.exit_code == 2 and f"({', '.join(recipe_names())})" in unknown.stderr
+    assert {"multi30k", "multi30k-en-de", "quick", "tiny"} <= set(recipe_names())
     typo = runner.invoke(app, ["config", "--set", "model.d_modle=32"])
     assert typo.exit_code == 2 and "did you mean model.d_model" in typo.stderr
 

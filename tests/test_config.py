@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mt_cli.config import Config, config_from_dict, config_to_dict, load_config, save_config
+from mt_cli.config import Config, DataConfig, config_from_dict, config_to_dict, load_config, save_config
 from mt_cli.errors import ConfigError
 from mt_cli.resources import recipe_names
 
@@ -104,6 +104,132 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     cfg = load_config(CONFIGS / "multi30k.yaml", ["model.d_model=128", "data.files={val: [a, b]}"])
     save_config(cfg, tmp_path / "config.yaml")
     assert load_config(tmp_path / "config.yaml") == cfg
+    many = load_config("multi30k-many-to-en")
+    save_config(many, tmp_path / "many.yaml")
+    assert load_config(tmp_path / "many.yaml") == many
+    assert [(e.src_lang, e.tgt_lang) for e in many.data.entries()] == [
+        ("de", "en"),
+        ("fr", "en"),
+        ("cs", "en"),
+    ]
+
+
+MULTI30K = {"source": "multi30k"}
+
+
+@pytest.mark.parametrize(
+    ("corpora", "fragment"),
+    [
+        (
+            [{"src_lang": "de"}],
+            "data.corpora[0] has no source: set data.corpora[0].source to one of multi30k",
+        ),
+        (
+            [MULTI30K, {"source": "multi30k", "src_lang": "ja"}],
+            "data.corpora[1].src_lang='ja' is not a Multi30k",
+        ),
+        (
+            [MULTI30K, {"source": "files", "files": {"train": ["a", "b"]}, "tgt_lang": "English"}],
+            "not a language",
+        ),
+        (
+            [MULTI30K, {"source": "multi30k", "src_lang": "fr", "weight": 0}],
+            "data.corpora[1].weight=0.0 must be",
+        ),
+        ([{"source": "multi30k", "weight": -2}], "data.corpora[0].weight=-2.0 must be positive"),
+        ([{"source": "multi30k", "weigth": 2}], "unknown config key data.corpora[0].weigth; did you mean"),
+        ([{"source": "multi30k", "tag": "bt"}], "data.corpora[0].tag='bt' must look like <bt>"),
+        ([{"source": "multi30k", "tag": "</s>"}], "not one of <pad>, <unk>, <s>, </s>"),
+        ([MULTI30K, {"source": "multi30k", "tgt_lang": "fr", "tag": "<2en>"}], "target-language tag"),
+        ([{"source": "multi30k", "src_lang": "fr"}], "data.corpora[0] translates fr->en but data.src_lang"),
+        ([{"source": "files"}], "data.corpora[0].source=files needs data.corpora[0].files.train"),
+        ([{"source": "csv"}], "data.corpora[0].source='csv' is not valid; choose one of multi30k"),
+        ([MULTI30K, {"source": "multi30k", "src_lang": "en"}], "data.corpora[1].src_lang and "),
+        ("multi30k", "data.corpora='multi30k' must be a list"),
+    ],
+)
+def test_bad_corpus_entries_are_one_line_errors(corpora: object, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_dict({"data": {"corpora": corpora}})
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_single_source_keys_go_into_the_entries() -> None:
+    with pytest.raises(ConfigError, match="data.files describes a single corpus but data.corpora is set"):
+        config_from_dict({"data": {"files": {"train": ["a", "b"]}, "corpora": [MULTI30K]}})
+    with pytest.raises(ConfigError, match="data.source describes a single corpus"):
+        config_from_dict({"data": {"source": "hub", "corpora": [MULTI30K]}})
+
+
+def test_a_bad_corpus_entry_exits_2_with_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text("data:\n  corpora:\n    - {source: multi30k, src_lang: xx}\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "mt_cli", "config", "--config", str(recipe)], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: data.corpora[0].src_lang='xx' is not a Multi30k language; choose from de, en, fr, cs"
+    ]
+
+
+def test_entries_inherit_the_data_sections_languages_dir_and_limit() -> None:
+    data = config_from_dict(
+        {
+            "data": {
+                "dir": "m30k",
+                "train_limit": 5,
+                "corpora": [
+                    MULTI30K,
+                    {"source": "multi30k", "src_lang": "fr", "train_limit": 2, "weight": 0.5},
+                ],
+            }
+        }
+    ).data
+    first, second = data.entries()
+    assert (first.src_lang, first.tgt_lang, first.dir, first.train_limit) == ("de", "en", "m30k", 5)
+    assert (second.src_lang, second.tgt_lang, second.dir, second.train_limit) == ("fr", "en", "m30k", 2)
+    assert data.sides() == ("de+fr", "en") and not data.uses_target_tags()
+    # The single-source keys are a one-entry list.
+    (only,) = config_from_dict({"data": {"src_lang": "cs", "tgt_lang": "de"}}).data.entries()
+    assert (only.source, only.src_lang, only.tgt_lang, only.weight, only.tag) == (
+        "multi30k",
+        "cs",
+        "de",
+        1.0,
+        None,
+    )
+
+
+def test_several_target_languages_turn_target_tags_on() -> None:
+    from mt_cli.text.tags import corpus_prefix, source_tags, translation_prefix
+
+    both = [MULTI30K, {"source": "multi30k", "src_lang": "en", "tgt_lang": "de", "tag": "<bt>"}]
+    data = config_from_dict({"data": {"corpora": both}}).data
+    assert data.uses_target_tags() and data.sides() == ("de+en", "en+de")
+    assert source_tags(data) == ["<2en>", "<2de>", "<bt>"]
+    assert [corpus_prefix(data, e) for e in data.entries()] == ["<2en> ", "<2de> <bt> "]
+    assert translation_prefix(data) == "<2en> " and translation_prefix(data, "de") == "<2de> "
+    one = config_from_dict({"data": {"target_tags": True}}).data
+    assert source_tags(one) == ["<2en>"] and corpus_prefix(one, one.entries()[0]) == "<2en> "
+    assert source_tags(DataConfig()) == [] and translation_prefix(DataConfig()) == ""
+
+
+def test_the_readme_example_of_several_corpora_loads() -> None:
+    import yaml
+
+    readme = (CONFIGS.parent / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in readme.split("```yaml\n")[1:] if "corpora:" in b).split("```")[0]
+    data = config_from_dict(yaml.safe_load(block)).data
+    assert [(e.source, e.src_lang, e.weight, e.tag) for e in data.entries()] == [
+        ("multi30k", "de", 1.0, None),
+        ("multi30k", "fr", 1.0, None),
+        ("files", "cs", 3.0, "<web>"),
+    ]
 
 
 def test_config_module_does_not_import_torch() -> None:

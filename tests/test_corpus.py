@@ -118,6 +118,48 @@ def test_multi30k_sizes(data_dir: Path) -> None:
     assert corpus.column_names["train"] == ["src", "tgt"]
 
 
+@pytest.mark.parametrize(("src", "tgt"), [("de", "fr"), ("cs", "en"), ("fr", "cs")])
+def test_every_direction_of_multi30k_loads_from_the_shipped_files(data_dir: Path, src: str, tgt: str) -> None:
+    loaded = load_corpus(DataConfig(src_lang=src, tgt_lang=tgt), ["train", "val", "test2016"])
+    assert sizes_of(loaded) == {"train": 29000, "val": 1014, "test2016": 1000}
+    for split, stem in (("train", "train"), ("val", "val"), ("test2016", "test_2016_flickr")):
+        for side, lang in (("src", src), ("tgt", tgt)):
+            with gzip.open(data_dir / f"{stem}.{lang}.gz", "rt", encoding="utf-8") as raw:
+                first = raw.readline().rstrip("\n")
+            assert loaded[split][0][side] == first  # line i of every language is one sentence
+    # The same sentence in three languages: line 2 of the training split.
+    assert loaded["train"][1]["src"] != loaded["train"][1]["tgt"]
+
+
+def test_only_german_and_english_come_from_the_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(corpus, "SHIPPED_MULTI30K", tmp_path / "not-shipped")
+    monkeypatch.setattr(corpus, "_load_hub", lambda src, tgt: pytest.fail("the hub has no French"))
+    with pytest.raises(DataError, match="only de and en, not fr->en; set data.dir or MT_DATA_DIR") as err:
+        load_corpus(DataConfig(src_lang="fr", tgt_lang="en"), ["train"])
+    assert "\n" not in str(err.value)
+
+
+def test_a_data_section_of_several_corpora(data_dir: Path) -> None:
+    """Training pairs: every corpus, one after another; evaluation: the first corpus."""
+    from mt_cli.config import config_from_dict
+    from mt_cli.data.corpus import train_fingerprint, train_pairs
+
+    entries = [
+        {"source": "multi30k", "train_limit": 3},
+        {"source": "multi30k", "src_lang": "fr", "train_limit": 2},
+    ]
+    data = config_from_dict({"data": {"corpora": entries}}).data
+    pairs = list(train_pairs(data))
+    de, fr = (list(train_pairs(DataConfig(src_lang=lang, train_limit=3))) for lang in ("de", "fr"))
+    assert pairs == de + fr[:2]
+    assert load_corpus(data, ["val"])["val"][0] == load_corpus(DataConfig(), ["val"])["val"][0]
+    prints = train_fingerprint(data)["corpora"]
+    assert [(p["src_lang"], p["train_limit"]) for p in prints] == [("de", 3), ("fr", 2)]
+    # One corpus: the fingerprint (the reuse key of existing runs' tokenizers) is what it always was.
+    assert train_fingerprint(DataConfig()) == train_fingerprint(DataConfig().entries()[0])
+    assert "corpora" not in train_fingerprint(DataConfig())
+
+
 def test_import_does_not_load_datasets() -> None:
     code = "import sys, mt_cli.data.batch, mt_cli.data.corpus; assert 'datasets' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -158,3 +158,33 @@ def test_plans_travel_to_spawned_workers(tiny_corpus: TinyCorpus, dropout: str) 
     assert copy.corpus is not plan.corpus and copy.corpus.directory == plan.corpus.directory
     unit = plan.units(1)[0]
     assert tensors(list(copy.load(unit))) == tensors(list(plan.load(unit)))
+
+
+# The default recipe's tokenizers, prepared corpus and first two epochs of batches, hashed with
+# the code from before data.corpora existed: a one-corpus run must batch exactly as it always did.
+DEFAULT_BATCHES_SHA256 = "4524082b6823f9480a4348fe06eaa76d3a8a3b1fa1f91daea655113e4f17b9c9"
+
+
+def test_the_default_recipe_batches_as_it_always_did(tmp_path) -> None:
+    import hashlib
+    import itertools
+
+    from mt_cli.data.prepare import tokenizer_sample
+    from mt_cli.text.tokenizer import prepare_tokenizers
+
+    cfg = load_config("multi30k")
+    toks = prepare_tokenizers(cfg, tmp_path, *tokenizer_sample(cfg), log=quiet)
+    corpus = prepare_corpus(cfg, tmp_path, *toks, quiet)
+    plan = epoch_plan(cfg, corpus, toks, 0, 1)
+    assert isinstance(plan, FixedBatches)
+    digest = hashlib.sha256()
+    for side in ("src", "tgt"):
+        digest.update((corpus.directory / f"{side}.tokens").read_bytes())
+        digest.update(corpus.offsets[side].tobytes())
+    for epoch in (0, 1):
+        for unit in plan.units(epoch):
+            digest.update(unit.astype("int64").tobytes())
+    for batch in itertools.islice(EpochLoader(plan, 0, cfg.train.seed).batches(0), 20):
+        for tensor in (batch.src, batch.tgt_in, batch.tgt_out, batch.src_mask, batch.tgt_mask):
+            digest.update(tensor.numpy().tobytes())
+    assert digest.hexdigest() == DEFAULT_BATCHES_SHA256

@@ -220,3 +220,23 @@ def test_ctrl_c_in_mt_prepare_leaves_nothing_to_reuse_and_a_rerun_starts_clean(
     assert again.returncode == 0, again.stderr
     assert "prepared corpus: encoding" in again.stderr and "train: 20,000 pairs read" in again.stderr
     assert [p.name for p in (run / "prepared").iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_tagged_corpus_keeps_its_tags_in_the_pieces_and_the_text(tmp_path: Path) -> None:
+    from mt_cli.config import TokenizerConfig
+    from mt_cli.text.tokenizer import train_tokenizer
+
+    lines = read_lines(CONFIGS.parent / "data" / "multi30k" / "val.de.gz")[:300]
+    targets = read_lines(CONFIGS.parent / "data" / "multi30k" / "val.en.gz")[:300]
+    src_tok = train_tokenizer(lines, "de", 300, TokenizerConfig(), tmp_path, tags=["<2en>", "<bt>"])
+    tgt_tok = train_tokenizer(targets, "en", 300, TokenizerConfig(), tmp_path)
+    chunks = [(["Ein Hund.", "", None, "Zwei Katzen."], ["A dog.", "Nothing.", "Broken.", "Two cats."])]
+    corpus = write_prepared(
+        tmp_path / "tagged", chunks, src_tok, tgt_tok, PairFilter(40, None), {"r": 1}, prefix="<2en> <bt> "
+    )
+    # The filters judge the text as read: a blank or broken source is dropped, whatever its tags.
+    assert len(corpus) == 2 and corpus.manifest["dropped"]["empty"] == 1
+    assert corpus.manifest["dropped"]["undecodable"] == 1
+    assert [corpus.text("src", i) for i in range(2)] == ["<2en> <bt> Ein Hund.", "<2en> <bt> Zwei Katzen."]
+    assert corpus.pieces("src", 0) == [4, 5, *src_tok.encode(["Ein Hund."])[0]]
+    assert corpus.text("tgt", 1) == "Two cats."  # targets carry no tags

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import io
 import itertools
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import sentencepiece as spm
 
 from mt_cli.config import Config, DataConfig, TokenizerConfig
 from mt_cli.errors import CheckpointError
@@ -209,3 +211,68 @@ def test_a_joint_vocabulary_is_one_model_for_both_languages(tmp_path: Path) -> N
     logs.clear()
     prepare_tokenizers(_cfg(joint=True), tmp_path, TEXTS, EN_TEXTS, log=logs.append, corpus=corpus)
     assert all("reusing" in line for line in logs) and len(logs) == 2
+
+
+TAGS = ["<2en>", "<2de>", "<bt>"]
+
+
+@pytest.fixture
+def tagged(tmp_path: Path) -> Tokenizer:
+    return train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path, tags=TAGS)
+
+
+def test_a_tagged_source_never_has_its_tag_split(tagged: Tokenizer, tiny: Tokenizer) -> None:
+    assert tagged.tags == {"<2en>": 4, "<2de>": 5, "<bt>": 6} and tiny.tags == {}
+    text = "Ein Hund läuft im Park."
+    [plain] = tagged.encode([text])
+    # Each leading tag is its own id, with no "▁" piece before it (SentencePiece alone puts one).
+    assert tagged.encode([f"<2en> {text}", f"<2de> <bt> {text}"]) == [[4, *plain], [5, 6, *plain]]
+    for seed in range(5):  # BPE-dropout splits the words, never the tags
+        ids = tagged.encode_with_dropout([f"<2en> <bt> {text}"], 0.5, seed)[0]
+        assert ids[:2] == [4, 6] and all(i > 6 for i in ids[2:])
+    # A tag inside a sentence is still one piece (a user-defined symbol); an unknown one is text.
+    assert [tagged.sp.id_to_piece(i) for i in tagged.encode([f"Ein <bt> {text}"])[0]].count("<bt>") == 1
+    assert 4 not in tagged.encode(["<2fr> Ein Hund"])[0]
+    assert tagged.decode([[4, *plain]]) == [f"<2en> {text}"]  # the text round-trips
+
+
+def test_tags_are_part_of_what_a_tokenizer_is_reused_for(tmp_path: Path) -> None:
+    from mt_cli.config import CorpusConfig
+
+    untagged = _cfg()
+    corpora = [CorpusConfig(source="multi30k"), CorpusConfig(source="multi30k", tag="<bt>")]
+    tagged_cfg = Config(data=DataConfig(corpora=corpora), tokenizer=untagged.tokenizer)
+    corpus = {"files": [], "train_limit": None}
+    prepare_tokenizers(untagged, tmp_path, TEXTS, EN_TEXTS, log=lambda _: None, corpus=corpus)
+    assert tokenizers_match(untagged, tmp_path, corpus) and not tokenizers_match(tagged_cfg, tmp_path, corpus)
+    logs: list[str] = []
+    src, tgt = prepare_tokenizers(tagged_cfg, tmp_path, TEXTS, EN_TEXTS, log=logs.append, corpus=corpus)
+    assert src.tags == {"<bt>": 4} and tgt.tags == {}  # tags are the source side's
+    assert "tags unset -> ['<bt>']" in logs[0] and "tokenizer en: reusing" in logs[1]
+
+
+def test_a_tag_that_the_tokenizer_does_not_hold_whole_is_one_error(tmp_path: Path, tagged: Tokenizer) -> None:
+    from mt_cli.errors import DataError
+    from mt_cli.text.tags import check_tags
+
+    check_tags(tagged, TAGS)
+    # A tokenizer made elsewhere, without the tag, on text that holds it (and without SentencePiece's
+    # split between letters and punctuation, which mt's tokenizers keep): "▁<bt>" is an ordinary piece.
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter([f"<bt> {line}" for line in TEXTS] * 20),
+        model_writer=model,
+        vocab_size=150,
+        model_type="bpe",
+        hard_vocab_limit=False,
+        split_by_unicode_script=False,
+        **{"pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID, "minloglevel": 2},
+    )
+    ordinary = Tokenizer(spm.SentencePieceProcessor(model_proto=model.getvalue()), "de")
+    assert ordinary.pieces("<bt> Ein Hund")[0] == "▁<bt>" and ordinary.tags == {}
+    with pytest.raises(DataError, match="tag <bt> collides with a piece of the de vocabulary") as err:
+        check_tags(ordinary, ["<bt>"])
+    assert "\n" not in str(err.value)
+    plain = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "plain")
+    with pytest.raises(DataError, match="the de tokenizer has no tag <2en>"):
+        check_tags(plain, ["<2en>"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +18,7 @@ from mt_cli.cli.common import (
     user_errors,
 )
 from mt_cli.config import Config, load_config
-from mt_cli.errors import EXIT_INTERRUPTED, CheckpointError
+from mt_cli.errors import EXIT_INTERRUPTED, CheckpointError, ConfigError
 from mt_cli.layout import RunDir
 
 
@@ -44,6 +45,15 @@ def train(
     device: Annotated[
         str | None, typer.Option("--device", help="auto | cpu | cuda (default: train.device).")
     ] = None,
+    init_from: Annotated[
+        str | None,
+        typer.Option(
+            "--init-from",
+            metavar="RUN[:CHECKPOINT]",
+            help="Start a new run from another run's weights and tokenizers (train.init_from; "
+            "checkpoint default: best).",
+        ),
+    ] = None,
 ) -> None:
     """Train a model: tokenizers, training with validation, checkpoints, then test scores.
 
@@ -52,7 +62,13 @@ def train(
     from mt_cli.train.run import train as run_training
     from mt_cli.train.trainer import Interrupted
 
+    if init_from is not None and resume:
+        raise ConfigError(
+            "--init-from starts a new run from another one and --resume continues this run: give one of them"
+        )
     overrides = list(overrides or []) + ([f"train.device={device}"] if device is not None else [])
+    # JSON quotes the value, a YAML string whatever it holds (a run named 1 or null stays a name).
+    overrides += [f"train.init_from={json.dumps(init_from)}"] if init_from is not None else []
     cfg = (
         _resumed_config(run or Path(load_config(config).run_dir), overrides)
         if resume

@@ -1,8 +1,11 @@
 """Where the parallel text comes from: Multi30k (a local copy, the one mt ships, or the hub) or any files.
 
-Everything comes back as a ``datasets.DatasetDict`` with ``src`` and ``tgt`` text columns, one
-dataset per split (names in ``rules.SPLITS``). ``datasets`` is imported inside the functions
-that need it, so reading a text file does not pay for it.
+A run reads one corpus or several (``DataConfig.entries()``); each is a ``CorpusConfig``, and
+the functions here take one, or a data section, meaning: its training pairs, all corpora one
+after another (``train_pairs``, ``train_fingerprint``), or its first corpus, which gives
+validation and test (``load_corpus``). Evaluation splits come back as a ``datasets.DatasetDict``
+with ``src`` and ``tgt`` text columns, one dataset per split (names in ``rules.SPLITS``).
+``datasets`` is imported inside the functions that need it, so reading a text file does not pay for it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mt_cli.config import CorpusConfig, DataConfig
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
 from mt_cli.errors import DataError
 from mt_cli.files import open_bytes
@@ -22,8 +26,6 @@ from mt_cli.rules import SPLITS
 
 if TYPE_CHECKING:
     import datasets
-
-    from mt_cli.config import DataConfig
 
 HUB_DATASET = "bentrevett/multi30k"
 HUB_SPLIT_NAMES = {"train": "train", "val": "validation", "test": "test"}  # for source=hub by default
@@ -66,7 +68,7 @@ def _load_hub(src_lang: str, tgt_lang: str) -> dict[str, tuple[list[str], list[s
     }
 
 
-def _multi30k_location(cfg: DataConfig) -> tuple[str, Path | None]:
+def _multi30k_location(cfg: CorpusConfig) -> tuple[str, Path | None]:
     """(how it was chosen, directory) of the Multi30k copy to read; directory None means the hub.
 
     Order: ``data.dir``, then ``$MT_DATA_DIR``, then the copy that ships with mt (when it has
@@ -81,7 +83,7 @@ def _multi30k_location(cfg: DataConfig) -> tuple[str, Path | None]:
     return f"the hub ({HUB_DATASET})", None
 
 
-def _split_files(cfg: DataConfig) -> tuple[str, dict[str, tuple[Path, Path]] | None]:
+def _split_files(cfg: CorpusConfig) -> tuple[str, dict[str, tuple[Path, Path]] | None]:
     """(where the corpus is, split -> (source file, target file)); None for the hub."""
     if cfg.source == "files":
         return "data.files", {split: (Path(pair[0]), Path(pair[1])) for split, pair in cfg.files.items()}
@@ -116,7 +118,7 @@ def _stream_pair(src_path: Path, tgt_path: Path) -> Iterator[Pair]:
             yield decoded(pair[0].rstrip(b"\r\n")), decoded(pair[1].rstrip(b"\r\n"))
 
 
-def _streams(cfg: DataConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pair]]]]:
+def _streams(cfg: CorpusConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pair]]]]:
     """(where the corpus is, split -> a function that streams its pairs) for every split it has."""
     if cfg.source == "table":
         return "data.tables", {
@@ -135,20 +137,41 @@ def _streams(cfg: DataConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pair
     return where, {split: functools.partial(_stream_pair, *paths) for split, paths in files.items()}
 
 
-def train_pairs(cfg: DataConfig) -> Iterator[Pair]:
-    """The training pairs as a stream (at most ``train_limit``), read from disk as they are needed.
+def _evaluation_corpus(cfg: DataConfig | CorpusConfig) -> CorpusConfig:
+    """A corpus as given, or a data section's first: the one validation and test come from."""
+    return cfg.entries()[0] if isinstance(cfg, DataConfig) else cfg
+
+
+def train_pairs(cfg: DataConfig | CorpusConfig) -> Iterator[Pair]:
+    """The training pairs as a stream (at most ``train_limit`` per corpus), read from disk as they
+    are needed; of a data section, every corpus's, one corpus after another (untagged).
 
     A side that is not UTF-8 comes as None: the filters drop the pair and count it.
     """
+    if isinstance(cfg, DataConfig):
+        return itertools.chain.from_iterable(map(train_pairs, cfg.entries()))
     where, streams = _streams(cfg)
     if "train" not in streams:
         raise DataError(f"split train is not in the corpus from {where}")
     return itertools.islice(streams["train"](), cfg.train_limit)
 
 
-def train_fingerprint(cfg: DataConfig) -> dict:
+def train_fingerprint(cfg: DataConfig | CorpusConfig) -> dict:
     """What identifies the training text without reading it: the files' paths, sizes and
-    modification times (as ``make`` and Hugging Face ``datasets`` decide), or the hub's name."""
+    modification times (as ``make`` and Hugging Face ``datasets`` decide), or the hub's name.
+
+    A data section of one corpus has that corpus's; one of several lists theirs, with their
+    languages (a hub's Multi30k names none).
+    """
+    if isinstance(cfg, DataConfig):
+        entries = cfg.entries()
+        if len(entries) == 1:
+            return train_fingerprint(entries[0])
+        return {
+            "corpora": [
+                {"src_lang": c.src_lang, "tgt_lang": c.tgt_lang, **train_fingerprint(c)} for c in entries
+            ]
+        }
     if cfg.source == "hub":
         hub = {"hub": cfg.hub, "config": cfg.hub_config, "splits": cfg.hub_splits, "columns": cfg.columns}
         return {**hub, "train_limit": cfg.train_limit}
@@ -185,8 +208,9 @@ def _hub_pairs(src: str, tgt: str) -> dict[str, tuple[list[str], list[str]]]:
         ) from None
 
 
-def load_corpus(cfg: DataConfig, splits: Sequence[str] | None = None) -> datasets.DatasetDict:
-    """Text pairs (columns ``src``, ``tgt``) per split, in the direction cfg.src_lang -> tgt_lang.
+def load_corpus(cfg: DataConfig | CorpusConfig, splits: Sequence[str] | None = None) -> datasets.DatasetDict:
+    """Text pairs (columns ``src``, ``tgt``) per split, in the direction cfg.src_lang -> tgt_lang,
+    of a corpus or of a data section's first (``_evaluation_corpus``).
 
     ``splits=None`` loads every split the source has; otherwise only those named (a missing
     one is a DataError listing the available ones). ``cfg.train_limit`` keeps the first N
@@ -194,6 +218,7 @@ def load_corpus(cfg: DataConfig, splits: Sequence[str] | None = None) -> dataset
     """
     import datasets
 
+    cfg = _evaluation_corpus(cfg)
     if splits is not None:
         unknown = [s for s in splits if s not in SPLITS]
         if unknown:

@@ -12,6 +12,8 @@ not depend on the number of workers, and a resumed epoch gets exactly the batche
   sorted by its new widths and packed to the token budget (OpenNMT-py's pooled bucketing). So no
   epoch starts with a whole-corpus re-encode, and batches are bucketed by the widths they have,
   not the fixed ones (which, under dropout 0.1, doubled the padding).
+- ``mixing.MixedBatches``: several corpora (``data.corpora``), drawn by weight each epoch, then
+  batched as ``FixedBatches`` batches one; under BPE-dropout, ``DropoutBatches`` pools the draws.
 
 Token dropout (``model.*_token_dropout``) stays in the model: one masked fill on the device, and
 its random stream is the one the checkpoints save.
@@ -30,6 +32,7 @@ import torch
 from mt_cli.config import Config
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.dataset import within_max_len
+from mt_cli.data.mixing import MixedBatches, MixedCorpus
 from mt_cli.data.prepared import SIDES, Flat, PreparedCorpus
 from mt_cli.data.sampler import TokenBatchSampler, epoch_seed, equal_shares, length_sorted_batches
 from mt_cli.errors import MtError
@@ -119,7 +122,7 @@ class DropoutBatches:
 
     def __init__(
         self,
-        corpus: PreparedCorpus,
+        corpus: PreparedCorpus | MixedCorpus,
         tokenizers: tuple[Tokenizer, Tokenizer],
         dropout: tuple[float, float],
         max_len: int,
@@ -136,7 +139,11 @@ class DropoutBatches:
         seed = epoch_seed(self.seed, epoch)
         generator = torch.Generator()
         generator.manual_seed(seed)
-        order = torch.randperm(len(self.corpus), generator=generator).numpy()
+        if isinstance(self.corpus, MixedCorpus):  # the epoch's draws, in a random order
+            drawn = self.corpus.draws(self.seed, epoch)
+            order = drawn[torch.randperm(len(drawn), generator=generator).numpy()]
+        else:
+            order = torch.randperm(len(self.corpus), generator=generator).numpy()
         src, tgt = self.corpus.widths()
         spent = np.cumsum(src[order] + tgt[order], dtype=np.int64)  # fixed-piece tokens so far
         ends = np.arange(POOL_TOKENS, int(spent[-1]) - POOL_TOKENS // 2, POOL_TOKENS)
@@ -186,15 +193,22 @@ class DropoutBatches:
 
 
 def epoch_plan(
-    cfg: Config, corpus: PreparedCorpus, tokenizers: tuple[Tokenizer, Tokenizer], rank: int, world_size: int
+    cfg: Config,
+    corpus: PreparedCorpus | MixedCorpus,
+    tokenizers: tuple[Tokenizer, Tokenizer],
+    rank: int,
+    world_size: int,
 ) -> EpochPlan:
-    """BPE-dropout's pools when either side has dropout, else the fixed batches."""
+    """BPE-dropout's pools when either side has dropout, else the fixed batches (of one corpus, or
+    of the weighted draws from several)."""
     tok, tc = cfg.tokenizer, cfg.train
     if tok.src_bpe_dropout or tok.tgt_bpe_dropout:
         dropout = (tok.src_bpe_dropout, tok.tgt_bpe_dropout)
         return DropoutBatches(
             corpus, tokenizers, dropout, cfg.data.max_len, tc.max_tokens, tc.seed, rank, world_size
         )
+    if isinstance(corpus, MixedCorpus):
+        return MixedBatches(corpus, tc.max_tokens, tc.seed, rank, world_size)
     return FixedBatches(corpus, tc.max_tokens, tc.seed, rank, world_size)
 
 

@@ -1,5 +1,6 @@
 """From a config to what training reads: the evaluation splits, a sample for the tokenizers, and
-the training pairs encoded once into a prepared corpus on disk.
+the training pairs encoded once into a prepared corpus on disk, one per corpus of
+``data.corpora`` (each reused by its own key), mixed by weight when there are several.
 
 Whoever runs several processes decides which one trains the tokenizers and writes the prepared
 corpus (``train.run``); this module loads, samples, encodes and filters, and reports on it.
@@ -7,18 +8,23 @@ corpus (``train.run``); this module loads, samples, encodes and filters, and rep
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mt_cli.config import Config
+from mt_cli.config import Config, CorpusConfig
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.filters import Filtered, PairFilter
+from mt_cli.data.formats import Pair
+from mt_cli.data.mixing import MixedCorpus
 from mt_cli.data.prepared import PreparedCorpus, prepared_key, write_prepared
+from mt_cli.errors import DataError
 from mt_cli.files import batched, file_sha256
 from mt_cli.layout import RunDir
+from mt_cli.text.tags import check_tags, corpus_prefix, source_tags, translation_prefix
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
 if TYPE_CHECKING:
@@ -32,8 +38,8 @@ SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs 
 class TrainingData:
     src_tok: Tokenizer
     tgt_tok: Tokenizer
-    train: PreparedCorpus  # the training pairs, on disk
-    val_src: list[str]  # raw text: validation is scored like any user input
+    train: PreparedCorpus | MixedCorpus  # the training pairs, on disk (several corpora: by weight)
+    val_src: list[str]  # raw text (with its target tag, if any): scored like any user input
     val_ref: list[str]
     test_src: list[str]
     test_ref: list[str]
@@ -52,11 +58,18 @@ def load_eval_splits(cfg: Config, log: Callable[[str], None]) -> datasets.Datase
 
 def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
     """At most ``tokenizer.sample_sentences`` training pairs, drawn uniformly in one pass over the
-    stream (reservoir sampling) and kept in corpus order; a smaller corpus is taken whole."""
+    stream (reservoir sampling) and kept in corpus order; a smaller corpus is taken whole. Several
+    corpora are one stream, one after another; text that holds a tag of the run is refused here,
+    before a tokenizer learns from it."""
     size = cfg.tokenizer.sample_sentences
     rng = random.Random(SAMPLE_SEED)
     reservoir: list[tuple[int, tuple[str, str]]] = []
-    decodable = (pair for pair in train_pairs(cfg.data) if None not in pair)
+    tags = source_tags(cfg.data)
+    streams = (
+        _naming(_refuse_tags(train_pairs(entry), tags), corpus_name(cfg, k))
+        for k, entry in enumerate(cfg.data.entries())
+    )
+    decodable = (pair for pair in itertools.chain.from_iterable(streams) if None not in pair)
     for index, pair in enumerate(decodable):
         if index < size:
             reservoir.append((index, pair))
@@ -66,18 +79,25 @@ def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
     return [src for _, (src, _) in reservoir], [tgt for _, (_, tgt) in reservoir]
 
 
-def prepared_recipe(cfg: Config, run_root: Path) -> dict:
-    """What a prepared corpus is made from: a change to any of it makes a new one."""
-    return {
-        "train": train_fingerprint(cfg.data),
+def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = None) -> dict:
+    """What a prepared corpus (of ``entry``, default the first corpus) is made from: a change to
+    any of it makes a new one. A corpus alone and untagged has the key it always had."""
+    entry = entry or cfg.data.entries()[0]
+    recipe = {
+        "train": train_fingerprint(entry),
         "max_len": cfg.data.max_len,
         "max_length_ratio": cfg.data.max_length_ratio,
         "dedupe": cfg.data.dedupe,
         "tokenizers": {
-            side: file_sha256(tokenizer_path(run_root, lang))
-            for side, lang in (("src", cfg.data.src_lang), ("tgt", cfg.data.tgt_lang))
+            side: file_sha256(tokenizer_path(run_root, name))
+            for side, name in zip(("src", "tgt"), cfg.data.sides(), strict=True)
         },
     }
+    if len(cfg.data.entries()) > 1:
+        recipe["direction"] = [entry.src_lang, entry.tgt_lang]
+    if prefix := corpus_prefix(cfg.data, entry):
+        recipe["prefix"] = prefix
+    return recipe
 
 
 def prepared_directory(cfg: Config, run_root: Path, recipe: dict) -> Path:
@@ -86,26 +106,110 @@ def prepared_directory(cfg: Config, run_root: Path, recipe: dict) -> Path:
 
 
 def prepare_corpus(
-    cfg: Config, run_root: Path, src_tok: Tokenizer, tgt_tok: Tokenizer, log: Callable[[str], None]
+    cfg: Config,
+    run_root: Path,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    log: Callable[[str], None],
+    index: int = 0,
 ) -> PreparedCorpus:
-    """The prepared corpus of this config and these tokenizers: reused, or written first."""
+    """The prepared corpus of corpus ``index`` of ``data.entries()`` with these tokenizers:
+    reused, or written first."""
     from tqdm import tqdm
 
-    recipe = prepared_recipe(cfg, run_root)
+    entry, name = cfg.data.entries()[index], corpus_name(cfg, index)
+    recipe = prepared_recipe(cfg, run_root, entry)
     directory = prepared_directory(cfg, run_root, recipe)
     if directory.exists():
         corpus = PreparedCorpus.open(directory)
         log(f"prepared corpus: reusing {directory} ({len(corpus):,} pairs)")
         return corpus
-    log(f"prepared corpus: encoding the training pairs into {directory}")
-    pairs = batched(train_pairs(cfg.data), ENCODE_CHUNK)
+    what = "the training pairs" if name == "train" else name
+    log(f"prepared corpus: encoding {what} into {directory}")
+    pairs = batched(_refuse_tags(train_pairs(entry), source_tags(cfg.data)), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
+    prefix = corpus_prefix(cfg.data, entry)
     with tqdm(desc="encode", unit=" pairs", leave=False, disable=None) as bar:
-        corpus = write_prepared(directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update)
+        try:
+            corpus = write_prepared(
+                directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update, prefix
+            )
+        except DataError as err:  # unreadable, holding a tag, all filtered out: say which corpus
+            raise _named(err, name) from None
+    log(describe_prepared(name, corpus))
+    return corpus
+
+
+def prepare_corpora(
+    cfg: Config, run_root: Path, src_tok: Tokenizer, tgt_tok: Tokenizer, log: Callable[[str], None]
+) -> list[PreparedCorpus]:
+    """The prepared corpus of every entry of ``data.corpora`` (of the one corpus, without it)."""
+    check_tags(src_tok, source_tags(cfg.data))
+    return [prepare_corpus(cfg, run_root, src_tok, tgt_tok, log, k) for k in range(len(cfg.data.entries()))]
+
+
+def training_corpus(cfg: Config, parts: list[PreparedCorpus]) -> PreparedCorpus | MixedCorpus:
+    """What the epoch plans batch: one corpus of weight 1 as it is (the batches of a one-corpus
+    run do not change), else the corpora mixed by weight."""
+    weights = [entry.weight for entry in cfg.data.entries()]
+    return parts[0] if weights == [1.0] else MixedCorpus(parts, weights)
+
+
+def corpus_name(cfg: Config, index: int) -> str:
+    """How logs and reports name a corpus: "train" when it is the only one."""
+    entries = cfg.data.entries()
+    if not cfg.data.corpora:
+        return "train"
+    e = entries[index]
+    tag = f", tag {e.tag}" if e.tag is not None else ""
+    return f"corpus {index + 1} ({e.source} {e.src_lang}->{e.tgt_lang}, weight {e.weight:g}{tag})"
+
+
+def describe_prepared(name: str, corpus: PreparedCorpus) -> str:
+    """e.g. "train: 29,000 pairs read, 28,990 kept; dropped: ..." (from its manifest)."""
     manifest = corpus.manifest
     dropped = Filtered(**manifest["dropped"]).describe()
-    log(f"train: {manifest['read']:,} pairs read, {len(corpus):,} kept; dropped: {dropped}")
-    return corpus
+    return f"{name}: {manifest['read']:,} pairs read, {len(corpus):,} kept; dropped: {dropped}"
+
+
+def describe_corpora(cfg: Config, parts: list[PreparedCorpus]) -> list[str]:
+    """``mt prepare``'s lines about the prepared corpora: where each is and, with several, what
+    each kept and dropped (its manifest says the same)."""
+    if not cfg.data.corpora:
+        return [f"prepared corpus: {parts[0].directory} ({len(parts[0]):,} pairs)"]
+    return [
+        f"{describe_prepared(corpus_name(cfg, k), part)} | prepared corpus: {part.directory}"
+        for k, part in enumerate(parts)
+    ]
+
+
+def _named(err: DataError, name: str) -> DataError:
+    """``err``, naming the corpus when the run has several ("train" when it has one)."""
+    return err if name == "train" else DataError(f"{name}: {err}")
+
+
+def _naming(pairs: Iterator[Pair], name: str) -> Iterator[Pair]:
+    """``pairs``; a DataError while reading them names the corpus (``_named``)."""
+    try:
+        yield from pairs
+    except DataError as err:
+        raise _named(err, name) from None
+
+
+def _refuse_tags(pairs: Iterator[Pair], tags: list[str]) -> Iterator[Pair]:
+    """The pairs, unless one already holds a tag of the run: the tokenizer would read it as the tag."""
+    if not tags:
+        yield from pairs
+        return
+    for number, pair in enumerate(pairs, start=1):
+        for text in pair:
+            found = next((tag for tag in tags if text is not None and tag in text), None)
+            if found is not None:
+                raise DataError(
+                    f"training pair {number:,} already holds the tag {found}, which the run puts "
+                    "before sources; remove it from the text, or choose another tag"
+                )
+        yield pair
 
 
 def pair_filter(cfg: Config) -> PairFilter:
@@ -117,11 +221,14 @@ def training_data(
     splits: datasets.DatasetDict,
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
-    train: PreparedCorpus,
+    train: PreparedCorpus | MixedCorpus,
 ) -> TrainingData:
-    """What the trainer reads: the prepared training pairs and the raw val and test text."""
+    """What the trainer reads: the prepared training pairs and the raw val and test text, each
+    source with the run's target tag when it has them (``text.tags.translation_prefix``)."""
     val, test = splits["val"].to_dict(), splits[cfg.data.test_split].to_dict()
-    return TrainingData(src_tok, tgt_tok, train, val["src"], val["tgt"], test["src"], test["tgt"])
+    prefix = translation_prefix(cfg.data)
+    val_src, test_src = ([prefix + line for line in split["src"]] for split in (val, test))
+    return TrainingData(src_tok, tgt_tok, train, val_src, val["tgt"], test_src, test["tgt"])
 
 
 def describe_corpus(

@@ -133,10 +133,14 @@ def write_prepared(
     keep: PairFilter,
     recipe: dict[str, Any],
     progress: Callable[[int], None] = lambda pairs: None,
+    prefix: str = "",
 ) -> PreparedCorpus:
     """Encode ``chunks`` of text pairs (SentencePiece encodes each chunk on every core), filter,
     and write the arrays and manifest under a temporary name; rename to ``directory`` when whole.
 
+    ``prefix`` (the corpus's tags, ``text.tags.corpus_prefix``) goes before every source: in its
+    pieces and in its saved text, which BPE-dropout segments anew. The filters judge the text as
+    read (a blank source stays blank) and the pieces as the model sees them (tags counted).
     ``progress(n)`` is called with the number of pairs read after each chunk.
     """
     dropped, read, seen = Filtered(), 0, SeenPairs()
@@ -151,13 +155,14 @@ def write_prepared(
             }
             try:
                 for src_text, tgt_text in chunks:
-                    src, tgt = src_tok.encode(encodable(src_text)), tgt_tok.encode(encodable(tgt_text))
+                    src_in = [prefix + line for line in encodable(src_text)]  # "" + line: the line itself
+                    src, tgt = src_tok.encode(src_in), tgt_tok.encode(encodable(tgt_text))
                     kept = keep.keep(src, tgt, zip(src_text, tgt_text, strict=True), dropped).nonzero()[0]
                     if keep.dedupe:
                         unique = seen.first_seen([(src_text[i], tgt_text[i]) for i in kept])
                         dropped.duplicate += int((~unique).sum())
                         kept = kept[unique]
-                    sides["src"].append([src[i] for i in kept], [src_text[i] for i in kept])
+                    sides["src"].append([src[i] for i in kept], [src_in[i] for i in kept])
                     sides["tgt"].append([tgt[i] for i in kept], [tgt_text[i] for i in kept])
                     read += len(src_text)
                     progress(len(src_text))

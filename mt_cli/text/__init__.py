@@ -1,3 +1,4 @@
-"""Text to pieces and back: the SentencePiece models (``tokenizer``), trained on a bounded sample
-and reused only when their settings match. Imports ``config``, ``files``, ``specials`` and
+"""Text to pieces and back: the SentencePiece models (``pieces``), trained on a bounded sample
+and reused only when their settings match (``tokenizer``), and the tags before a source
+(``tags``). Imports ``config``, ``files``, ``specials`` and
 ``errors``; the model never imports it (it sees ids only)."""

@@ -1,6 +1,8 @@
-"""The two SentencePiece models (one per language), trained, reused when their settings match, and loaded.
+"""The two SentencePiece models (one per side), trained, reused when their settings match, and loaded.
 
-Kept free of torch, batches and ``datasets`` so that ``mt translate`` imports it cheaply.
+The model itself (``Tokenizer``) is in ``text.pieces``; a source tokenizer's tags are
+user-defined symbols (``text.tags``). Kept free of torch, batches and ``datasets`` so that ``mt
+translate`` imports it cheaply.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from mt_cli.errors import CheckpointError, DataError
 from mt_cli.files import atomic_write_bytes, write_json, writing
 from mt_cli.layout import RunDir
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from mt_cli.text.pieces import Tokenizer
+from mt_cli.text.tags import source_tags
 
 if TYPE_CHECKING:
     from mt_cli.config import Config, TokenizerConfig
@@ -29,76 +33,6 @@ if TYPE_CHECKING:
 _TRAIN_THREADS = 2
 
 
-class Tokenizer:
-    """One language's SentencePiece model, with the project's special-id conventions."""
-
-    def __init__(self, processor: spm.SentencePieceProcessor, lang: str) -> None:
-        self.sp = processor
-        self.lang = lang
-
-    @classmethod
-    def load(cls, path: str | Path, lang: str) -> Tokenizer:
-        path = Path(path)
-        if not path.is_file():
-            raise CheckpointError(
-                f"tokenizer model {path} is missing; run `mt prepare` or `mt train` to create it"
-            )
-        processor = spm.SentencePieceProcessor()
-        try:
-            processor.Load(model_file=str(path))
-        except (RuntimeError, OSError) as err:
-            raise CheckpointError(
-                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); "
-                "delete it and rerun `mt train`"
-            ) from None
-        ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
-        if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
-            raise CheckpointError(
-                f"tokenizer model {path} has special ids pad/unk/bos/eos={ids}, expected 0/1/2/3; "
-                "retrain it with `mt prepare`"
-            )
-        return cls(processor, lang)
-
-    @property
-    def vocab_size(self) -> int:
-        return self.sp.get_piece_size()
-
-    def encode(self, texts: list[str]) -> list[list[int]]:
-        """Piece ids without BOS/EOS: adding them is the caller's decision (see data.py)."""
-        return self.sp.encode(list(texts), out_type=int)
-
-    def encode_with_dropout(self, texts: list[str], dropout: float, seed: int) -> list[list[int]]:
-        """BPE-dropout (Provilkov et al., 2020): each merge is skipped with probability ``dropout``.
-
-        The same (texts, dropout, seed) always gives the same pieces, so a resumed epoch sees the
-        segmentation it started with. One thread: SentencePiece's sampling order, and so its
-        result, depends on how the texts are split among threads.
-        """
-        spm.set_random_generator_seed(seed % 2**32)
-        return self.sp.encode(list(texts), out_type=int, enable_sampling=True, alpha=dropout, num_threads=1)
-
-    def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
-        """Text for each id sequence: cut at the first EOS, PAD and BOS dropped.
-
-        UNK is kept (it renders as " ⁇ ") so that a reader can see something was unknown.
-        """
-        cleaned = []
-        for seq in ids:
-            out = []
-            for i in seq:
-                i = int(i)
-                if i == EOS_ID:
-                    break
-                if i not in (PAD_ID, BOS_ID):
-                    out.append(i)
-            cleaned.append(out)
-        return self.sp.decode(cleaned)
-
-    def pieces(self, text: str) -> list[str]:
-        """Surface pieces of ``text`` (labels for attention plots)."""
-        return self.sp.encode(text, out_type=str)
-
-
 def tokenizer_path(run_dir: str | Path, lang: str) -> Path:
     return RunDir(Path(run_dir)).tokenizer(lang)
 
@@ -107,10 +41,14 @@ def _settings_path(run_dir: str | Path, lang: str) -> Path:
     return RunDir(Path(run_dir)).tokenizer_settings(lang)
 
 
-def _recipe(lang: str, vocab_size: int, cfg: TokenizerConfig, corpus: dict | None) -> dict[str, Any]:
+def _recipe(
+    lang: str, vocab_size: int, cfg: TokenizerConfig, corpus: dict | None, tags: Sequence[str] = ()
+) -> dict[str, Any]:
     """What a tokenizer is trained from besides its text: ``corpus`` identifies the training
-    split it was sampled from (``corpus.train_fingerprint``), when the caller knows it."""
-    recipe = {
+    split it was sampled from (``corpus.train_fingerprint``), when the caller knows it; ``tags``
+    are its user-defined symbols (recorded only when there are some, so an untagged tokenizer's
+    record is what it always was)."""
+    recipe: dict[str, Any] = {
         "lang": lang,
         "vocab_size": vocab_size,
         "model_type": cfg.model_type,
@@ -118,18 +56,25 @@ def _recipe(lang: str, vocab_size: int, cfg: TokenizerConfig, corpus: dict | Non
     }
     if corpus is not None:
         recipe.update(corpus=corpus, sample_sentences=cfg.sample_sentences)
+    if tags:
+        recipe.update(tags=list(tags))
     return recipe
 
 
 def _settings(
-    texts: list[str], lang: str, vocab_size: int, cfg: TokenizerConfig, corpus: dict | None = None
+    texts: list[str],
+    lang: str,
+    vocab_size: int,
+    cfg: TokenizerConfig,
+    corpus: dict | None = None,
+    tags: Sequence[str] = (),
 ) -> dict[str, Any]:
     digest = hashlib.sha256()
     for text in texts:
         digest.update(text.encode("utf-8"))
         digest.update(b"\n")
     return {
-        **_recipe(lang, vocab_size, cfg, corpus),
+        **_recipe(lang, vocab_size, cfg, corpus, tags),
         "sentences": len(texts),
         "text_sha256": digest.hexdigest(),
     }
@@ -143,8 +88,10 @@ def train_tokenizer(
     run_dir: str | Path,
     corpus: dict | None = None,
     name: str | None = None,
+    tags: Sequence[str] = (),
 ) -> Tokenizer:
-    """Train ``run_dir/spm.{lang}.model`` on ``texts`` (the training split only) and load it.
+    """Train ``run_dir/spm.{lang}.model`` on ``texts`` (the training split only) and load it;
+    ``tags`` (``text.tags``) become user-defined symbols, each one piece whatever the text.
 
     Deterministic: the same texts and settings give the same model bytes. Also writes
     ``spm.{lang}.json`` with the settings and a hash of the texts, which
@@ -157,6 +104,8 @@ def train_tokenizer(
     with writing(run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)
     model = io.BytesIO()
+    # Passed only when there are tags: the option is recorded in the model, whose bytes must not change.
+    symbols = {"user_defined_symbols": list(tags)} if tags else {}
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(texts),
@@ -173,6 +122,7 @@ def train_tokenizer(
             # Small corpora (train_limit smoke runs) cannot fill a large vocabulary; a smaller
             # vocabulary is better than refusing to train. vocab_size reports the real size.
             hard_vocab_limit=False,
+            **symbols,
         )
     except RuntimeError as err:
         raise DataError(
@@ -180,7 +130,7 @@ def train_tokenizer(
         ) from None
     path = tokenizer_path(run_dir, lang)
     atomic_write_bytes(path, lambda handle: handle.write(model.getvalue()))
-    settings = _settings(texts, name or lang, vocab_size, cfg, corpus)
+    settings = _settings(texts, name or lang, vocab_size, cfg, corpus, tags)
     write_json(settings, _settings_path(run_dir, lang))
     return Tokenizer.load(path, lang)
 
@@ -202,9 +152,9 @@ def _saved_settings(run_dir: Path, lang: str) -> dict[str, Any] | str:
 def tokenizers_match(cfg: Config, run_dir: str | Path, corpus: dict) -> bool:
     """Both saved tokenizers were trained with this config on the corpus ``corpus`` identifies:
     reusable without reading the corpus again."""
-    for lang, name, vocab_size in _sides(cfg):
+    for (lang, name, vocab_size), tags in zip(_sides(cfg), _tags(cfg), strict=True):
         saved = _saved_settings(Path(run_dir), lang)
-        wanted = _recipe(name, vocab_size, cfg.tokenizer, corpus)
+        wanted = _recipe(name, vocab_size, cfg.tokenizer, corpus, tags)
         if isinstance(saved, str) or any(saved.get(key) != value for key, value in wanted.items()):
             return False
     return True
@@ -213,12 +163,19 @@ def tokenizers_match(cfg: Config, run_dir: str | Path, corpus: dict) -> bool:
 def _sides(cfg: Config) -> tuple[tuple[str, str, int], tuple[str, str, int]]:
     """Per side: (language of its files, name its settings record, vocabulary size).
 
-    A joint vocabulary is one model trained on both sides, saved under both languages' names.
+    A joint vocabulary is one model trained on both sides, saved under both languages' names. A
+    side with several languages (``DataConfig.sides``) is named by all of them: "de+fr+cs".
     """
-    tok, src, tgt = cfg.tokenizer, cfg.data.src_lang, cfg.data.tgt_lang
+    (src, tgt), tok = cfg.data.sides(), cfg.tokenizer
     if tok.joint:
         return (src, f"{src}+{tgt}", tok.src_vocab_size), (tgt, f"{src}+{tgt}", tok.src_vocab_size)
     return (src, src, tok.src_vocab_size), (tgt, tgt, tok.tgt_vocab_size)
+
+
+def _tags(cfg: Config) -> tuple[list[str], list[str]]:
+    """Per side, its user-defined symbols: the source's tags (a joint model has them on both sides)."""
+    tags = source_tags(cfg.data)
+    return tags, tags if cfg.tokenizer.joint else []
 
 
 def _why_retrain(run_dir: Path, lang: str, wanted: dict[str, Any]) -> str | None:
@@ -254,8 +211,8 @@ def prepare_tokenizers(
     run_dir = Path(run_dir)
     result: list[Tokenizer] = []
     texts_per_side = [train_src + train_tgt] * 2 if cfg.tokenizer.joint else [train_src, train_tgt]
-    for (lang, name, vocab_size), texts in zip(_sides(cfg), texts_per_side, strict=True):
-        wanted = _settings(texts, name, vocab_size, cfg.tokenizer, corpus)
+    for (lang, name, vocab_size), texts, tags in zip(_sides(cfg), texts_per_side, _tags(cfg), strict=True):
+        wanted = _settings(texts, name, vocab_size, cfg.tokenizer, corpus, tags)
         reason = _why_retrain(run_dir, lang, wanted)
         if reason is None:
             tok = Tokenizer.load(tokenizer_path(run_dir, lang), lang)
@@ -270,7 +227,7 @@ def prepare_tokenizers(
             log(f"tokenizer {lang}: the joint model, copied from {tokenizer_path(run_dir, result[0].lang)}")
         else:
             log(f"tokenizer {lang}: training ({reason})")
-            tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir, corpus, name)
+            tok = train_tokenizer(texts, lang, vocab_size, cfg.tokenizer, run_dir, corpus, name, tags)
             if tok.vocab_size < vocab_size:
                 log(f"tokenizer {lang}: corpus only supports {tok.vocab_size} of {vocab_size} pieces")
         result.append(tok)

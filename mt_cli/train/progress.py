@@ -31,6 +31,7 @@ class Progress:
     last_validated_step: int = -1
     bad_steps: int = 0  # consecutive updates with a non-finite gradient
     skipped_steps: int = 0  # all updates skipped for a non-finite gradient
+    schedule_offset: int = 0  # the parent's updates, when a warm start continues its schedule
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

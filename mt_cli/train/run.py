@@ -21,12 +21,15 @@ import torch
 
 from mt_cli.config import Config, save_config
 from mt_cli.data.corpus import train_fingerprint
+from mt_cli.data.mixing import MixedCorpus
 from mt_cli.data.prepare import (
     TrainingData,
+    describe_corpora,
     describe_corpus,
     load_eval_splits,
-    prepare_corpus,
+    prepare_corpora,
     tokenizer_sample,
+    training_corpus,
     training_data,
 )
 from mt_cli.data.prepared import PreparedCorpus
@@ -44,6 +47,7 @@ from mt_cli.text.tokenizer import (
 )
 from mt_cli.train.progress import LogFile, summary_writer
 from mt_cli.train.trainer import Trainer
+from mt_cli.train.warm_start import Parent, adopt_tokenizers, find_parent, start_from
 
 
 def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
@@ -59,13 +63,14 @@ def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] =
         if cfg.train.tensorboard:
             summary_writer()  # and a missing tensorboard package (on every rank: all stop together)
         _check_directory(run)
+        parent = _parent(cfg, run, resume)  # checked before the run directory is made
         # Rank 0 alone writes into the run (the other ranks read what it wrote), so it alone locks.
         with _owned(run, "train", enabled=dist.is_main):
             _check_start(run, resume)  # under the lock: a second `mt train` is told who holds it
             if dist.is_main:
                 save_config(cfg, run.config)
                 log = LogFile(run.log, echo=log)
-            return _train_in(cfg, run, resume, dist, log if dist.is_main else (lambda message: None))
+            return _train_in(cfg, run, resume, parent, dist, log if dist.is_main else (lambda message: None))
     finally:
         dist.close()
 
@@ -75,10 +80,11 @@ def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]
     reuse the prepared corpus, and report on both."""
     run = RunDir(run_dir)
     _check_directory(run)
+    parent = _parent(cfg, run, resume=bool(run.previous_training()))
     with _owned(run, "prepare", enabled=True):
         sample = tokenizer_sample(cfg)
-        src_tok, tgt_tok = _tokenizers(cfg, run, lambda: sample, Distributed(), log)
-        prepared = prepare_corpus(cfg, run.root, src_tok, tgt_tok, log)
+        src_tok, tgt_tok = _tokenizers(cfg, run, lambda: sample, Distributed(), log, parent)
+        prepared = prepare_corpora(cfg, run.root, src_tok, tgt_tok, log)
     evaluation = load_eval_splits(cfg, log=lambda message: None)  # the report says the counts
     sections = {
         "train": sample,  # the tokenizers' sample: all of train when it is small
@@ -89,13 +95,21 @@ def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]
     return [
         *report,
         f"tokenizers: {', '.join(map(str, paths))}",
-        f"prepared corpus: {prepared.directory} ({len(prepared):,} pairs)",
+        *describe_corpora(cfg, prepared),
     ]
 
 
 def _check_directory(run: RunDir) -> None:
     if run.root.exists() and not run.root.is_dir():
         raise InputError(f"run directory {run.root} is a file; give a directory for --run")
+
+
+def _parent(cfg: Config, run: RunDir, resume: bool) -> Parent | None:
+    """The checked parent of a warm start; None when there is none, or when the run already holds
+    what it took from it (a resume)."""
+    if cfg.train.init_from is None or resume:
+        return None
+    return find_parent(cfg.train.init_from, cfg, run)
 
 
 def _check_start(run: RunDir, resume: bool) -> None:
@@ -145,43 +159,64 @@ def _tokenizers(
     sample: Callable[[], tuple[list[str], list[str]]],
     dist: Distributed,
     log: Callable[[str], None],
+    parent: Parent | None = None,
 ) -> tuple[Tokenizer, Tokenizer]:
-    """Train (rank 0, from ``sample()``) or reuse the two tokenizers; the other ranks wait, then load them."""
+    """Train (rank 0, from ``sample()``) or reuse the two tokenizers; the other ranks wait, then load them.
+
+    A warm start's tokenizers are its parent's: copied from ``parent`` when it starts, never trained.
+    """
+    if cfg.train.init_from is not None:
+        if dist.is_main and parent is not None:
+            adopt_tokenizers(parent, run, cfg, log)
+        dist.barrier()
+        return load_tokenizers(run.root, *cfg.data.sides())
     corpus = train_fingerprint(cfg.data)
     if dist.is_main and tokenizers_match(cfg, run.root, corpus):
-        paths = " and ".join(str(run.tokenizer(lang)) for lang in (cfg.data.src_lang, cfg.data.tgt_lang))
+        paths = " and ".join(str(run.tokenizer(side)) for side in cfg.data.sides())
         log(f"tokenizers: reusing {paths} (same settings, same training files)")
     elif dist.is_main:
         frozen = bool(run.previous_training())
         prepare_tokenizers(cfg, run.root, *sample(), log=log, frozen=frozen, corpus=corpus)
     dist.barrier()
-    return load_tokenizers(run.root, cfg.data.src_lang, cfg.data.tgt_lang)
+    return load_tokenizers(run.root, *cfg.data.sides())
 
 
 def _prepared(
     cfg: Config, run: RunDir, toks: tuple[Tokenizer, Tokenizer], dist: Distributed, log: Callable[[str], None]
-) -> PreparedCorpus:
-    """Rank 0 writes (or reuses) the prepared corpus; the other ranks wait, then map the same files."""
-    corpus = prepare_corpus(cfg, run.root, *toks, log) if dist.is_main else None
+) -> PreparedCorpus | MixedCorpus:
+    """Rank 0 writes (or reuses) the prepared corpora; the other ranks wait, then map the same files."""
+    parts = prepare_corpora(cfg, run.root, *toks, log) if dist.is_main else None
     dist.barrier()
-    return corpus if corpus is not None else prepare_corpus(cfg, run.root, *toks, log)
+    return training_corpus(cfg, parts if parts is not None else prepare_corpora(cfg, run.root, *toks, log))
 
 
-def prepare_data(cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None]) -> TrainingData:
-    """The evaluation splits, the tokenizers (trained by rank 0 into the run directory, or reused)
-    and the training pairs (prepared once, memory-mapped by every rank): what the trainer reads."""
+def prepare_data(
+    cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None], parent: Parent | None = None
+) -> TrainingData:
+    """The evaluation splits, the tokenizers (trained by rank 0 into the run directory, reused, or
+    adopted from a warm start's ``parent``) and the training pairs (prepared once, memory-mapped by
+    every rank): what the trainer reads."""
     splits = load_eval_splits(cfg, log)
-    src_tok, tgt_tok = _tokenizers(cfg, run, lambda: tokenizer_sample(cfg), dist, log)
+    src_tok, tgt_tok = _tokenizers(cfg, run, lambda: tokenizer_sample(cfg), dist, log, parent)
     prepared = _prepared(cfg, run, (src_tok, tgt_tok), dist, log)
     return training_data(cfg, splits, src_tok, tgt_tok, prepared)
 
 
-def _train_in(cfg: Config, run: RunDir, resume: bool, dist: Distributed, log: Callable[[str], None]) -> dict:
+def _train_in(
+    cfg: Config,
+    run: RunDir,
+    resume: bool,
+    parent: Parent | None,
+    dist: Distributed,
+    log: Callable[[str], None],
+) -> dict:
     torch.manual_seed(cfg.train.seed)
-    trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, log), dist, log)
+    trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, log, parent), dist, log)
     if resume:
         trainer.resume()
     with _stop_requests(trainer), closing(trainer.metrics):
+        if parent is not None:
+            start_from(trainer, parent)  # the parent's weights, scored at update 0
         progress = trainer.fit()
     if not dist.is_main:
         return {}

@@ -33,6 +33,7 @@ from mt_cli.runtime.flops import peak_flops
 from mt_cli.train.optim import learning_rate, make_optimizer
 from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, restore_rng
 from mt_cli.train.validation import Validator
+from mt_cli.train.warm_start import freeze, inherit_parent
 
 
 class Interrupted(Exception):
@@ -48,6 +49,7 @@ class Trainer:
         self.device = dist.device(resolve_device(tc.device))
         self.dtype = amp_dtype(self.device, tc.amp)
         self.model = build_model(cfg.model, data.src_tok.vocab_size, data.tgt_tok.vocab_size).to(self.device)
+        freeze(self.model, tc.freeze)  # before the optimizer and DDP, which both leave frozen ones out
         self.optimizer = make_optimizer(self.model, tc)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
         self.progress = Progress()
@@ -94,6 +96,7 @@ class Trainer:
         self.scaler.load_state_dict(payload["scaler"])
         self.progress = Progress.from_dict(payload["progress"])
         restore_rng(payload["rng"])
+        self.validator.card = inherit_parent(self.validator.card, payload, self.run.last)
         self.log(
             f"resumed from {self.run.last} at update {self.progress.step}, epoch {self.progress.epoch + 1}"
         )
@@ -115,7 +118,8 @@ class Trainer:
             total_loss += loss.item()
         self.scaler.unscale_(self.optimizer)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_norm or math.inf))
-        lr = learning_rate(self.progress.step + 1, tc, self.cfg.model.d_model, self.budget_used())
+        update = self.progress.step + 1 + self.progress.schedule_offset
+        lr = learning_rate(update, tc, self.cfg.model.d_model, self.budget_used())
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         if math.isfinite(grad_norm) or self.scaler.is_enabled():  # the fp16 scaler skips those itself
@@ -233,7 +237,7 @@ class Trainer:
                 flops = sum(self.flops(b) for b in batches)
                 epoch.add(tokens, flops)
                 window.add(tokens, flops)
-                lr = learning_rate(p.step, tc, self.cfg.model.d_model, self.budget_used())
+                lr = learning_rate(p.step + p.schedule_offset, tc, self.cfg.model.d_model, self.budget_used())
                 bar.update(len(batches))
                 bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{window.tokens_per_s():.0f}")
                 if p.step > applied_before and p.step % tc.log_every_steps == 0:

@@ -1,0 +1,122 @@
+"""One language's SentencePiece model, with the project's special ids and its tags.
+
+Kept free of torch, batches and ``datasets`` so that ``mt translate`` imports it cheaply; training
+and reuse live in ``text.tokenizer`` (which exports ``Tokenizer`` too).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+from mt_cli.errors import CheckpointError
+from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+# SentencePiece puts user-defined symbols right after the specials (ids 4, 5, ...), before any
+# learned piece, and a learned piece there is a short merge (BPE) or a frequent character
+# (unigram), never "<word>": so the pieces of that shape from id 4 on are the run's tags.
+_FIRST_USER_ID = 4
+_TAG_PIECE = re.compile(r"<[^<>\s]+>")
+
+
+class Tokenizer:
+    """One language's SentencePiece model, with the project's special-id conventions."""
+
+    def __init__(self, processor: spm.SentencePieceProcessor, lang: str) -> None:
+        self.sp = processor
+        self.lang = lang
+        self.tags: dict[str, int] = {}  # user-defined symbols (``text.tags``): piece -> id
+        for index in range(_FIRST_USER_ID, processor.get_piece_size()):
+            piece = processor.id_to_piece(index)
+            if _TAG_PIECE.fullmatch(piece) is None:
+                break
+            self.tags[piece] = index
+
+    @classmethod
+    def load(cls, path: str | Path, lang: str) -> Tokenizer:
+        path = Path(path)
+        if not path.is_file():
+            raise CheckpointError(
+                f"tokenizer model {path} is missing; run `mt prepare` or `mt train` to create it"
+            )
+        processor = spm.SentencePieceProcessor()
+        try:
+            processor.Load(model_file=str(path))
+        except (RuntimeError, OSError) as err:
+            raise CheckpointError(
+                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); "
+                "delete it and rerun `mt train`"
+            ) from None
+        ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+        if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+            raise CheckpointError(
+                f"tokenizer model {path} has special ids pad/unk/bos/eos={ids}, expected 0/1/2/3; "
+                "retrain it with `mt prepare`"
+            )
+        return cls(processor, lang)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Piece ids without BOS/EOS: adding them is the caller's decision (see data.py).
+
+        Leading tags (``text.tags``) become their own ids.
+        """
+        if not self.tags:
+            return self.sp.encode(list(texts), out_type=int)
+        heads, bodies = self._split_tags(texts)
+        return [head + ids for head, ids in zip(heads, self.sp.encode(bodies, out_type=int), strict=True)]
+
+    def _split_tags(self, texts: Sequence[str]) -> tuple[list[list[int]], list[str]]:
+        """Each text's leading tags as ids, and the text after them. SentencePiece alone would cut
+        "<2en> Ein Hund" into "▁", "<2en>", "▁Ein", ...: a "▁" piece before every tag."""
+        heads, bodies = [], []
+        for text in texts:
+            head = []
+            while text.startswith("<"):
+                word, _, rest = text.partition(" ")
+                if word not in self.tags:
+                    break
+                head.append(self.tags[word])
+                text = rest
+            heads.append(head)
+            bodies.append(text)
+        return heads, bodies
+
+    def encode_with_dropout(self, texts: list[str], dropout: float, seed: int) -> list[list[int]]:
+        """BPE-dropout (Provilkov et al., 2020): each merge is skipped with probability ``dropout``.
+
+        The same (texts, dropout, seed) always gives the same pieces, so a resumed epoch sees the
+        segmentation it started with. One thread: SentencePiece's sampling order, and so its
+        result, depends on how the texts are split among threads.
+        """
+        spm.set_random_generator_seed(seed % 2**32)
+        heads, bodies = self._split_tags(texts) if self.tags else ([[]] * len(texts), list(texts))
+        sampled = self.sp.encode(bodies, out_type=int, enable_sampling=True, alpha=dropout, num_threads=1)
+        return [head + ids for head, ids in zip(heads, sampled, strict=True)] if self.tags else sampled
+
+    def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
+        """Text for each id sequence: cut at the first EOS, PAD and BOS dropped.
+
+        UNK is kept (it renders as " ⁇ ") so that a reader can see something was unknown.
+        """
+        cleaned = []
+        for seq in ids:
+            out = []
+            for i in seq:
+                i = int(i)
+                if i == EOS_ID:
+                    break
+                if i not in (PAD_ID, BOS_ID):
+                    out.append(i)
+            cleaned.append(out)
+        return self.sp.decode(cleaned)
+
+    def pieces(self, text: str) -> list[str]:
+        """Surface pieces of ``text`` (labels for attention plots)."""
+        return self.sp.encode(text, out_type=str)

@@ -1,0 +1,244 @@
+"""Warm start: a new run that begins from another run's checkpoint (``train.init_from``).
+
+The new run takes the parent's weights and its tokenizers (copied into the run, never retrained:
+the weights index their pieces), starts a fresh optimizer and learning-rate schedule unless
+``train.init_keep`` names ``optimizer`` (AdamW's moments; the parent's checkpoint must hold them,
+as last.pt does) or ``schedule`` (update n of the new run gets the learning rate of update
+parent + n), may freeze parts of the model (``train.freeze``), and scores the parent on its own
+validation set at update 0, so that its curve starts at the parent's score. Its card names the
+parent (run, checkpoint, SHA-256 of the checkpoint file).
+
+Everything about the parent is checked before the run directory is made (``find_parent``): that
+it exists, that it translates the same languages with the same tokenizer settings and the same
+architecture (only the dropout rates, which are training settings, may differ), and that it holds
+what ``init_keep`` asks for. A resumed warm start needs no parent: its run has everything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from mt_cli.checkpoint import checkpoint_card, load_checkpoint
+from mt_cli.config import Config, ModelCard, ModelConfig, ParentCard, TokenizerConfig
+from mt_cli.errors import CheckpointError, ConfigError
+from mt_cli.files import atomic_write_bytes, file_sha256
+from mt_cli.layout import RunDir, run_and_checkpoint
+from mt_cli.model.transformer import Transformer
+from mt_cli.schema import build
+
+if TYPE_CHECKING:
+    from mt_cli.train.trainer import Trainer
+
+# Model keys a child may change: they act in training only, not on what the weights are.
+_REGULARISATION = (
+    "dropout",
+    "attention_dropout",
+    "activation_dropout",
+    "src_token_dropout",
+    "tgt_token_dropout",
+)
+# Tokenizer keys that say how to train the tokenizers or sample training pieces, not what they are.
+_TOKENIZER_TRAINING = ("sample_sentences", "src_bpe_dropout", "tgt_bpe_dropout")
+_OPTIMIZER_SETTINGS = ("betas", "eps", "weight_decay")
+
+
+@dataclass(frozen=True)
+class Parent:
+    """A checked parent: where it is, and its checkpoint as loaded (on the CPU)."""
+
+    run: RunDir
+    checkpoint: Path
+    payload: dict[str, Any]
+    record: ParentCard  # what the new run's card says about it
+
+    @property
+    def step(self) -> int:
+        return self.payload["step"]
+
+
+def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
+    """The parent ``spec`` (``cfg.train.init_from``) names, checked against ``cfg`` and against the
+    tokenizers already in the new ``run`` (from an earlier `mt prepare`), before anything is written."""
+    root, name = run_and_checkpoint(spec)
+    parent_run = RunDir(root)
+    if not parent_run.root.is_dir():
+        raise CheckpointError(
+            f"train.init_from: run directory {root} does not exist; "
+            "give a trained run as RUN or RUN:CHECKPOINT"
+        )
+    try:
+        path = parent_run.find_checkpoint(name)
+    except CheckpointError as err:
+        raise CheckpointError(f"train.init_from: {err}") from None
+    payload = load_checkpoint(path)
+    card = checkpoint_card(payload, path)
+    _check_languages(cfg, card, root)
+    _check_architecture(cfg.model, card.model, root)
+    _check_tokenizer_settings(cfg.tokenizer, payload, path)
+    _check_kept_state(cfg, payload, path)
+    _tokenizer_files(parent_run, run, cfg)  # the parent has them; the new run has none, or the same
+    return Parent(parent_run, path, payload, ParentCard(str(root), str(path), file_sha256(path)))
+
+
+def _check_languages(cfg: Config, card: ModelCard, root: Path) -> None:
+    # A side's tokenizer is named after its languages ("de", or "cs+de+fr" for several).
+    ours, theirs = cfg.data.sides(), card.data.sides()
+    if ours != theirs:
+        raise CheckpointError(
+            f"train.init_from: {root} translates {'->'.join(theirs)} and this config {'->'.join(ours)}; "
+            "the parent's tokenizers and embeddings fit its own languages only: start from a run "
+            f"that translates {'->'.join(ours)}"
+        )
+
+
+def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> None:
+    differ = [
+        f"model.{f.name}={getattr(ours, f.name)} (parent: {getattr(theirs, f.name)})"
+        for f in dataclasses.fields(ModelConfig)
+        if f.name not in _REGULARISATION and getattr(ours, f.name) != getattr(theirs, f.name)
+    ]
+    if differ:
+        raise CheckpointError(
+            f"train.init_from: the new run takes {root}'s weights, so its model section must match: "
+            f"{', '.join(differ)}; set them as the parent's (only the dropout rates may differ)"
+        )
+
+
+def _check_tokenizer_settings(ours: TokenizerConfig, payload: dict[str, Any], path: Path) -> None:
+    if not _holds(payload, "config", dict) or not _holds(payload["config"], "tokenizer", dict):
+        raise CheckpointError(
+            f"train.init_from: {path} holds no training recipe, so its tokenizer settings are unknown; "
+            "start from a checkpoint that mt train wrote"
+        )
+    try:
+        theirs = build(TokenizerConfig, payload["config"]["tokenizer"], prefix="tokenizer.")
+    except ConfigError as err:
+        raise CheckpointError(
+            f"train.init_from: {path} has tokenizer settings this version cannot read: {err}"
+        ) from None
+    differ = [
+        f"tokenizer.{f.name}={getattr(ours, f.name)} (parent: {getattr(theirs, f.name)})"
+        for f in dataclasses.fields(TokenizerConfig)
+        if f.name not in _TOKENIZER_TRAINING and getattr(ours, f.name) != getattr(theirs, f.name)
+    ]
+    if differ:
+        raise CheckpointError(
+            f"train.init_from: the new run adopts the tokenizers of {path}, never retrains them: "
+            f"{', '.join(differ)}; set them as the parent's"
+        )
+
+
+def _check_kept_state(cfg: Config, payload: dict[str, Any], path: Path) -> None:
+    if "optimizer" in cfg.train.init_keep and not _holds(payload, "optimizer", dict):
+        raise CheckpointError(
+            f"train.init_keep has optimizer, but {path} holds no optimizer state (only last.pt does); "
+            "start from RUN:last, or drop optimizer from train.init_keep"
+        )
+    if not _holds(payload, "step", int):
+        raise CheckpointError(f"train.init_from: {path} does not say at which update it was saved")
+
+
+def _holds(data: dict[str, Any], key: str, kind: type) -> bool:
+    return key in data and isinstance(data[key], kind)
+
+
+def _tokenizer_files(parent: RunDir, run: RunDir, cfg: Config) -> list[tuple[Path, Path]]:
+    """(parent's file, new run's file) for each tokenizer model and settings record to copy."""
+    copies = []
+    for lang in cfg.data.sides():
+        source, target = parent.tokenizer(lang), run.tokenizer(lang)
+        if not source.is_file():
+            raise CheckpointError(
+                f"train.init_from: {source} is missing; the parent's weights index its pieces, so a warm "
+                "start needs it"
+            )
+        if target.exists() and target.read_bytes() != source.read_bytes():
+            raise CheckpointError(
+                f"{target} differs from the parent's {source}: a warm start adopts the parent's "
+                "tokenizers; train into a new --run"
+            )
+        copies.append((source, target))
+        settings = parent.tokenizer_settings(lang)
+        if settings.is_file():  # what it was trained on: records the tokenizer's origin
+            copies.append((settings, run.tokenizer_settings(lang)))
+    return copies
+
+
+def adopt_tokenizers(parent: Parent, run: RunDir, cfg: Config, log: Callable[[str], None]) -> None:
+    """Copy the parent's tokenizers into the new run (checked again: the files may have changed)."""
+    for source, target in _tokenizer_files(parent.run, run, cfg):
+        data = source.read_bytes()
+        atomic_write_bytes(target, lambda handle, data=data: handle.write(data))
+    log(f"tokenizers: adopted from {parent.run.root} (never retrained in a warm start)")
+
+
+def _parts(model: Transformer) -> dict[str, list[nn.Module]]:
+    """The modules behind each ``train.freeze`` name. With ``model.tie_output`` the output projection
+    and the target embedding are one matrix, so freezing either freezes both; with
+    ``model.share_embeddings`` the two embeddings are one. Positions are sinusoidal: nothing to freeze."""
+    return {
+        "encoder": [model.encoder, model.encoder_norm],
+        "embeddings": [model.src_embed, model.tgt_embed],
+        "decoder": [model.decoder, model.decoder_norm],
+        "output": [model.output],
+    }
+
+
+def freeze(model: Transformer, parts: list[str]) -> None:
+    """Stop ``parts`` (``train.freeze`` names) from learning: no gradient, and so no optimizer entry."""
+    modules = _parts(model)
+    for name in parts:
+        for module in modules[name]:
+            module.requires_grad_(False)
+
+
+def start_from(trainer: Trainer, parent: Parent) -> None:
+    """Give the new run its parent's weights (and what ``train.init_keep`` names), name the parent in
+    its card, and score them at update 0 (a validation like any other: metrics.jsonl, best.pt)."""
+    tc = trainer.cfg.train
+    try:
+        trainer.model.load_state_dict(parent.payload["model"])
+    except RuntimeError as err:
+        raise CheckpointError(
+            f"train.init_from: {parent.checkpoint} does not fit this model ({str(err).splitlines()[0]})"
+        ) from None
+    kept = []
+    if "optimizer" in tc.init_keep:
+        _keep_optimizer(trainer.optimizer, parent)
+        kept.append("its optimizer state")
+    if "schedule" in tc.init_keep:
+        trainer.progress.schedule_offset = parent.step
+        kept.append(f"its schedule from update {parent.step}")
+    trainer.validator.card = replace(trainer.validator.card, parent=parent.record)
+    frozen = sum(p.numel() for p in trainer.model.parameters() if not p.requires_grad)
+    trainer.log(
+        f"warm start from {parent.checkpoint} (update {parent.step}, sha256 {parent.record.sha256[:12]}): "
+        + (f"keeping {' and '.join(kept)}" if kept else "a fresh optimizer and schedule")
+        + (f"; frozen: {', '.join(tc.freeze)} ({frozen / 1e6:.2f}M parameters)" if tc.freeze else "")
+    )
+    trainer.validate()
+
+
+def _keep_optimizer(optimizer: torch.optim.Optimizer, parent: Parent) -> None:
+    # load_state_dict also brings the parent's hyper-parameters; this recipe's are the ones to use.
+    settings = [{key: group[key] for key in _OPTIMIZER_SETTINGS} for group in optimizer.param_groups]
+    try:
+        optimizer.load_state_dict(parent.payload["optimizer"])
+    except (ValueError, KeyError) as err:
+        raise CheckpointError(
+            f"train.init_keep: the optimizer state of {parent.checkpoint} does not fit this model ({err})"
+        ) from None
+    for group, kept in zip(optimizer.param_groups, settings, strict=True):
+        group.update(kept)
+
+
+def inherit_parent(card: ModelCard, payload: dict[str, Any], path: Path) -> ModelCard:
+    """``card`` with the parent named in a resumed checkpoint's card: a resume needs no parent."""
+    return replace(card, parent=checkpoint_card(payload, path).parent)
