@@ -109,7 +109,8 @@ def translate(
     if engine is not EngineKind.MT and attention is not None:
         raise InputError("--attention needs --engine mt")
     model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
-    options = (beam, n_best, length_penalty, sampling, align, alignment_layer)
+    scores = as_json or n_best > 1  # only these print a score; greedy search goes faster without
+    options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores)
     model.options(*options)  # checked before a line of input is read: one line, nothing written
 
     chunks, total = _input_chunks(text, input_file, buffer_size)

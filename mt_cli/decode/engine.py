@@ -171,7 +171,7 @@ class CardEngine:
         length_penalty: float | None = None,
         warn: Warn = ignore,
     ) -> list[str]:
-        options = TranslateOptions(beam=beam_size, length_penalty=length_penalty)
+        options = TranslateOptions(beam=beam_size, length_penalty=length_penalty, scores=False)
         return [t.text for t in self.translate(lines, options, warn)]
 
 

@@ -38,6 +38,7 @@ class TranslateOptions:
     sampling: Sampling | None = None
     align: bool = False
     alignment_layer: int | None = None
+    scores: bool = True  # False: greedy search leaves each score NaN (beam search needs them)
 
     def __post_init__(self) -> None:
         if self.beam is not None and self.beam < 1:

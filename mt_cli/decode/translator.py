@@ -9,6 +9,7 @@ alignment all batch this way; the searches are ``search`` and ``sampling``, forc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,9 +217,9 @@ class Translator(CardEngine):
         else:
             # Greedy search, scored (beam search with beam 1 finds the same tokens, more slowly).
             tokens, sums = search.one_per_row(
-                self.model, src, src_mask, dec.max_len_a, dec.max_len_b, _argmax, True
+                self.model, src, src_mask, dec.max_len_a, dec.max_len_b, _argmax, options.scores
             )
-            pairs = list(zip(tokens, sums))
+            pairs = list(zip(tokens, sums if options.scores else [math.nan] * len(tokens)))
         # Normalised like a finished beam, so that a score means the same whatever found it.
         return [[search.Hypothesis(t, s / search.length_penalty(len(t) + 1, alpha))] for t, s in pairs]
 
