@@ -9,7 +9,6 @@ CPU time; the share of the time in matrix products against everything else is th
 import sys
 import time
 
-import torch
 from torch.profiler import ProfilerActivity, profile
 
 from mt_cli.decode.results import TranslateOptions
@@ -27,7 +26,9 @@ translator.translate(lines, options)  # warm-up: oneDNN builds its kernels per s
 start = time.perf_counter()
 translator.translate(lines, options)
 seconds = time.perf_counter() - start
-print(f"{count} lines, beam {beam}, precision {translator.dtype}: {seconds:.2f} s, {count / seconds:.1f} lines/s")
+print(
+    f"{count} lines, beam {beam}, precision {translator.dtype}: {seconds:.2f} s, {count / seconds:.1f} lines/s"
+)
 with profile(activities=[ProfilerActivity.CPU]) as prof:
     translator.translate(lines, options)
 print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
