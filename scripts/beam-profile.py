@@ -26,9 +26,8 @@ translator.translate(lines, options)  # warm-up: oneDNN builds its kernels per s
 start = time.perf_counter()
 translator.translate(lines, options)
 seconds = time.perf_counter() - start
-print(
-    f"{count} lines, beam {beam}, precision {translator.dtype}: {seconds:.2f} s, {count / seconds:.1f} lines/s"
-)
+rate = count / seconds
+print(f"{count} lines, beam {beam}, precision {translator.dtype}: {seconds:.2f} s, {rate:.1f} lines/s")
 with profile(activities=[ProfilerActivity.CPU]) as prof:
     translator.translate(lines, options)
 print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
