@@ -194,11 +194,17 @@ def source_pieces(
 ) -> list[list[int]]:
     """Each line's piece ids (no EOS yet), cut so that with EOS they fit the model's positions,
     with one warning per cut line (numbered from ``first_line``)."""
-    limit = max_positions - 1
+    return _pieces_within(tokenizer, lines, max_positions - 1, "source", warn, first_line)
+
+
+def _pieces_within(
+    tokenizer: Tokenizer, lines: Sequence[str], limit: int, side: str, warn: Warn, first_line: int
+) -> list[list[int]]:
+    """Each line's piece ids, cut to ``limit`` with one warning per cut line."""
     encoded = tokenizer.encode([line.strip() for line in lines])
     for number, ids in enumerate(encoded, start=first_line):
         if len(ids) > limit:
-            message = f"{len(ids)} source pieces exceed the model's limit of {limit}; the rest is dropped"
+            message = f"{len(ids)} {side} pieces exceed the model's limit of {limit}; the rest is dropped"
             warn(f"line {number}: {message}")
             del ids[limit:]
     return encoded
@@ -215,11 +221,4 @@ def target_pieces(
 ) -> list[list[int]]:
     """Each target line's piece ids (no BOS/EOS), cut so that BOS, the pieces and EOS fit the
     model's positions (as training's validation cuts them), with one warning per cut line."""
-    limit = max_positions - 2
-    encoded = tokenizer.encode([line.strip() for line in lines])
-    for number, ids in enumerate(encoded, start=first_line):
-        if len(ids) > limit:
-            message = f"{len(ids)} target pieces exceed the model's limit of {limit}; the rest is dropped"
-            warn(f"line {number}: {message}")
-            del ids[limit:]
-    return encoded
+    return _pieces_within(tokenizer, lines, max_positions - 2, "target", warn, first_line)

@@ -17,7 +17,7 @@ what ``init_keep`` asks for. A resumed warm start needs no parent: its run has e
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,12 +98,18 @@ def _check_languages(cfg: Config, card: ModelCard, root: Path) -> None:
         )
 
 
-def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> None:
-    differ = [
-        f"model.{f.name}={getattr(ours, f.name)} (parent: {getattr(theirs, f.name)})"
-        for f in dataclasses.fields(ModelConfig)
-        if f.name not in _REGULARISATION and getattr(ours, f.name) != getattr(theirs, f.name)
+def _differences(section: str, ours: Any, theirs: Any, free: Collection[str]) -> list[str]:
+    """``section.key=ours (parent: theirs)`` for each field of two configs of one class that
+    differs, apart from those in ``free``."""
+    return [
+        f"{section}.{f.name}={getattr(ours, f.name)} (parent: {getattr(theirs, f.name)})"
+        for f in dataclasses.fields(ours)
+        if f.name not in free and getattr(ours, f.name) != getattr(theirs, f.name)
     ]
+
+
+def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> None:
+    differ = _differences("model", ours, theirs, _REGULARISATION)
     if differ:
         raise CheckpointError(
             f"train.init_from: the new run takes {root}'s weights, so its model section must match: "
@@ -123,11 +129,7 @@ def _check_tokenizer_settings(ours: TokenizerConfig, payload: dict[str, Any], pa
         raise CheckpointError(
             f"train.init_from: {path} has tokenizer settings this version cannot read: {err}"
         ) from None
-    differ = [
-        f"tokenizer.{f.name}={getattr(ours, f.name)} (parent: {getattr(theirs, f.name)})"
-        for f in dataclasses.fields(TokenizerConfig)
-        if f.name not in _TOKENIZER_TRAINING and getattr(ours, f.name) != getattr(theirs, f.name)
-    ]
+    differ = _differences("tokenizer", ours, theirs, _TOKENIZER_TRAINING)
     if differ:
         raise CheckpointError(
             f"train.init_from: the new run adopts the tokenizers of {path}, never retrains them: "
