@@ -106,6 +106,12 @@ class Model:
         return self.engine.tgt_lang
 
     @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        """Every (source, target) language pair the model was trained on; ``tgt_lang`` chooses
+        among their targets (the first direction's by default)."""
+        return self.engine.directions
+
+    @property
     def origin(self) -> str:
         """Where the weights came from (checkpoint files, an export directory)."""
         return self.engine.origin
@@ -119,10 +125,14 @@ class Model:
         align: bool = False,
         alignment_layer: int | None = None,
         scores: bool = True,
+        tgt_lang: str | None = None,
+        src_lang: str | None = None,
     ) -> TranslateOptions:
         """The options ``translate`` would use, checked now (``InputError`` if this model cannot)."""
         return self.engine.resolve(
-            TranslateOptions(beam, n_best, length_penalty, sampling, align, alignment_layer, scores)
+            TranslateOptions(
+                beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang
+            )
         )
 
     def translate(
@@ -135,12 +145,16 @@ class Model:
         align: bool = False,
         alignment_layer: int | None = None,
         scores: bool = True,
+        tgt_lang: str | None = None,
+        src_lang: str | None = None,
     ) -> list[Translation]:
         """Translate ``lines``: ``beam`` 1 is greedy search, ``n_best`` hypotheses per line (at
         most the beam), ``sampling`` draws instead of searching, ``align`` adds word alignments
         from decoder layer ``alignment_layer``'s cross-attention. None: the model's default.
-        ``scores=False`` spares greedy search the scores (NaN then; about 20% of its time)."""
-        options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores)
+        ``scores=False`` spares greedy search the scores (NaN then; about 20% of its time).
+        ``tgt_lang``: the language to write, one of the model's ``directions`` (None: its first);
+        ``src_lang``, if given, is checked to be one the model reads (it changes nothing else)."""
+        options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang)
         return next(self.translate_stream([_lines(lines, "lines")], *options))
 
     def translate_stream(
@@ -153,12 +167,14 @@ class Model:
         align: bool = False,
         alignment_layer: int | None = None,
         scores: bool = True,
+        tgt_lang: str | None = None,
+        src_lang: str | None = None,
     ) -> Iterator[list[Translation]]:
         """``translate`` chunk after chunk (a large file, a pipe), yielding each chunk's
         translations as soon as they are done; warnings number lines across chunks. The options
         are checked before the first chunk is read."""
-        resolved = self.options(beam, n_best, length_penalty, sampling, align, alignment_layer, scores)
-        return self._translate_chunks(chunks, resolved)
+        options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang)
+        return self._translate_chunks(chunks, self.options(*options))
 
     def _translate_chunks(
         self, chunks: Iterable[Sequence[str]], resolved: TranslateOptions
@@ -168,31 +184,53 @@ class Model:
             yield self.engine.translate(_lines(chunk, "lines"), resolved, self.warn, done + 1)
             done += len(chunk)
 
-    def score(self, sources: Sequence[str], targets: Sequence[str], per_token: bool = False) -> list[Score]:
-        """The model's log-probability of each target given its source (forced decoding)."""
-        return next(self.score_stream([(sources, targets)], per_token))
+    def score(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        per_token: bool = False,
+        tgt_lang: str | None = None,
+    ) -> list[Score]:
+        """The model's log-probability of each target (in ``tgt_lang``; None: the model's first
+        target language) given its source (forced decoding)."""
+        return next(self.score_stream([(sources, targets)], per_token, tgt_lang))
 
     def score_stream(
-        self, chunks: Iterable[tuple[Sequence[str], Sequence[str]]], per_token: bool = False
+        self,
+        chunks: Iterable[tuple[Sequence[str], Sequence[str]]],
+        per_token: bool = False,
+        tgt_lang: str | None = None,
     ) -> Iterator[list[Score]]:
-        """``score`` chunk after chunk of (sources, targets), as ``translate_stream``."""
+        """``score`` chunk after chunk of (sources, targets), as ``translate_stream``; the target
+        language is checked before the first chunk is read."""
+        self.engine.resolve(TranslateOptions(tgt_lang=tgt_lang))
+        return self._score_chunks(chunks, per_token, tgt_lang)
+
+    def _score_chunks(
+        self, chunks: Iterable[tuple[Sequence[str], Sequence[str]]], per_token: bool, tgt_lang: str | None
+    ) -> Iterator[list[Score]]:
         done = 0
         for sources, targets in chunks:
             sources, targets = _lines(sources, "sources"), _lines(targets, "targets")
-            yield self.engine.score(sources, targets, per_token, self.warn, done + 1)
+            yield self.engine.score(sources, targets, per_token, self.warn, done + 1, tgt_lang)
             done += len(sources)
 
     def align(
-        self, sources: Sequence[str], targets: Sequence[str] | None = None, layer: int | None = None
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str] | None = None,
+        layer: int | None = None,
+        tgt_lang: str | None = None,
     ) -> list[Alignment]:
         """Word alignments (source word, target word) of each source with its target, or with its
         own translation (the model's default decoding) when ``targets`` is None. ``layer``: the
-        decoder layer whose cross-attention (mean over heads) aligns; None: the last."""
+        decoder layer whose cross-attention (mean over heads) aligns; None: the last. ``tgt_lang``
+        as for ``translate``; the indices never count a target tag."""
         sources = _lines(sources, "sources")
         if targets is None:
-            found = self.translate(sources, align=True, alignment_layer=layer)
+            found = self.translate(sources, align=True, alignment_layer=layer, tgt_lang=tgt_lang)
             return [t.best.alignment or () for t in found]
-        return self.engine.align(sources, _lines(targets, "targets"), layer, self.warn)
+        return self.engine.align(sources, _lines(targets, "targets"), layer, self.warn, 1, tgt_lang)
 
 
 def _lines(lines: Sequence[str], name: str) -> list[str]:

@@ -25,6 +25,8 @@ from mt_cli.rules import check_data, check_decode, check_model, check_recipe
 from mt_cli.schema import apply_override, build
 
 Source = Literal["multi30k", "files", "table", "hub"]
+# A corpus entry may also be made by translating text with another run (train/backtranslation.py).
+CorpusSource = Literal["multi30k", "files", "table", "hub", "backtranslation"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class CorpusConfig:
     per epoch, and an optional tag before its sources. Its keys mean what the single-source keys
     of ``DataConfig`` mean; languages, ``dir`` and ``train_limit`` left out take the data section's."""
 
-    source: Source | None = None  # required: rules.check_data says so in one line
+    source: CorpusSource | None = None  # required: rules.check_data says so in one line
     dir: str | None = None
     files: dict[str, list[str]] = field(default_factory=dict)
     tables: dict[str, list[str]] = field(default_factory=dict)
@@ -46,6 +48,20 @@ class CorpusConfig:
     train_limit: int | None = None
     weight: float = 1.0  # each pair drawn this many times per epoch (a fraction: that share of them)
     tag: str | None = None  # e.g. "<bt>": a SentencePiece user-defined symbol before every source
+    # source=backtranslation: ``text`` (one sentence per line, on this corpus's ``side``) translated
+    # by the model of ``run`` (RUN or RUN:CHECKPOINT) into the other side; train_limit: its first N
+    # lines. Beam search (beam_size; None: the run's own) or sampling (top_k, top_p, temperature,
+    # seed; None: all tokens, 1.0, 1.0, 0). The pairs are kept in cache_dir (None: that run's synthetic/).
+    run: str | None = None
+    text: list[str] = field(default_factory=list)
+    side: Literal["target", "source"] = "target"  # source: forward translation (self-training)
+    beam_size: int | None = None
+    sampling: bool = False
+    top_k: int | None = None
+    top_p: float | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +89,7 @@ class DataConfig:
 
     def entries(self) -> tuple[CorpusConfig, ...]:
         """The corpora of the run, with the data section's languages, dir and train_limit filled in
-        where an entry leaves them out; the first gives validation and test."""
+        where an entry leaves them out; the first is the run's own direction (it chooses best.pt)."""
         if not self.corpora:
             keys = ("source", "dir", "files", "tables", "columns", "hub", "hub_config", "hub_splits")
             one = CorpusConfig(**{key: getattr(self, key) for key in keys})
@@ -95,6 +111,16 @@ class DataConfig:
         entries = self.entries()
         src = tuple(dict.fromkeys(entry.src_lang for entry in entries))
         return src, tuple(dict.fromkeys(entry.tgt_lang for entry in entries))
+
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        """Every (source, target) language pair the run's corpora translate, in order of first use:
+        the directions a model trained on them knows (one for a single corpus)."""
+        return tuple(dict.fromkeys((entry.src_lang, entry.tgt_lang) for entry in self.entries()))
+
+    def direction_entry(self, direction: tuple[str, str]) -> CorpusConfig:
+        """The first corpus in ``direction`` (one of ``directions()``): its validation and test
+        splits are that direction's."""
+        return next(entry for entry in self.entries() if (entry.src_lang, entry.tgt_lang) == direction)
 
     def sides(self) -> tuple[str, str]:
         """Names of the source and target tokenizers: the side's language, or its languages joined

@@ -53,6 +53,7 @@ class RunDir:
     best = _InRun("checkpoints/best.pt")
     average = _InRun("checkpoints/average.pt")
     prepared = _InRun("prepared")  # prepared corpora, one folder per key
+    synthetic = _InRun("synthetic")  # pairs this run's model translated for backtranslation corpora
     exports = _InRun("exports")
     tensorboard = _InRun("tensorboard")
     lock = _InRun(".lock")  # held by the one process that writes into the run

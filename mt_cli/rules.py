@@ -10,6 +10,7 @@ extra (``train.progress``), what an export format supports (``export``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import TYPE_CHECKING
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 SPLITS = ("train", "val", "test", "test2016", "test2017", "mscoco2017", "test2018")
 MULTI30K_LANGUAGES = ("de", "en", "fr", "cs")  # task 1 as mt ships it: line i is one sentence in all four
+# The keys of a data.corpora entry that only source=backtranslation reads, and those it never reads.
+TRANSLATION_KEYS = tuple("run text side beam_size sampling top_k top_p temperature seed cache_dir".split())
+_SOURCE_KEYS = ("files", "tables", "columns", "hub", "hub_config", "hub_splits")
 SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")  # the tokenizers' own; a tag cannot be one of them
 _TAG = re.compile(r"<[^<>\s]+>")
 _LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)*")
@@ -81,6 +85,8 @@ def check_data(d: DataConfig) -> None:
     target_tags = {target_tag(lang) for lang in d.languages()[1]}
     for index, entry in enumerate(entries):
         _check_corpus(entry, f"data.corpora[{index}]." if d.corpora else "data.", target_tags)
+    for index, entry in enumerate(d.corpora):  # as written: entries() fills in dir
+        _check_translated(entry, f"data.corpora[{index}].", first=index == 0)
     if d.corpora:
         _check_single_source_unset(d)
         first = entries[0]
@@ -120,7 +126,8 @@ def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
     splits = ", ".join(SPLITS)
     require(
         c.source is not None,
-        f"{p.rstrip('.')} has no source: set {p}source to one of multi30k, files, table, hub",
+        f"{p.rstrip('.')} has no source: set {p}source to one of multi30k, files, table, hub"
+        + (", backtranslation" if p != "data." else ""),
     )
     for side in ("src_lang", "tgt_lang"):
         _check_language(f"{p}{side}", getattr(c, side), c.source)
@@ -154,6 +161,60 @@ def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
         require("train" in c.tables, f"{p}source=table needs {p}tables.train: [file, ...]")
     if c.source == "hub":
         require(c.hub is not None, f"{p}source=hub needs {p}hub: the dataset's name (e.g. wmt14)")
+
+
+def _check_translated(c: CorpusConfig, p: str, first: bool) -> None:
+    """The keys of ``source: backtranslation`` (text translated by another run), on that source
+    only, and the keys of other sources never on it."""
+    given = [f.name for f in dataclasses.fields(c) if getattr(c, f.name) != _default(f)]
+    if c.source != "backtranslation":
+        extra = next((key for key in given if key in TRANSLATION_KEYS), None)
+        require(
+            extra is None,
+            f"{p}{extra} is a key of source=backtranslation; remove it or set {p}source: backtranslation",
+        )
+        return
+    require(
+        not first,
+        f"{p}source=backtranslation cannot come first: the first corpus gives validation and test; "
+        "put a corpus of real pairs first",
+    )
+    extra = next((key for key in given if key in ("dir", *_SOURCE_KEYS)), None)
+    require(extra is None, f"{p}{extra} has no meaning for source=backtranslation; remove it")
+    require(
+        c.run is not None and bool(c.run.strip()),
+        f"{p}source=backtranslation needs {p}run: the run whose model translates the text (RUN or "
+        "RUN:CHECKPOINT)",
+    )
+    require(
+        bool(c.text) and all(path.strip() for path in c.text),
+        f"{p}source=backtranslation needs {p}text: [file, ...], one sentence per line",
+    )
+    require(c.beam_size is None or c.beam_size >= 1, f"{p}beam_size={c.beam_size} must be at least 1")
+    require(c.cache_dir is None or bool(c.cache_dir.strip()), f"{p}cache_dir is empty; give a directory")
+    if not c.sampling:
+        extra = next((key for key in ("top_k", "top_p", "temperature", "seed") if key in given), None)
+        require(extra is None, f"{p}{extra} is a sampling option: set {p}sampling: true, or remove it")
+        return
+    require(
+        c.beam_size in (None, 1),
+        f"{p}sampling draws one translation per line and cannot search with {p}beam_size={c.beam_size}; "
+        "remove beam_size",
+    )
+    require(
+        c.top_k is None or c.top_k >= 1, f"{p}top_k={c.top_k} must be at least 1 (null keeps every token)"
+    )
+    require(
+        c.top_p is None or 0.0 < c.top_p <= 1.0, f"{p}top_p={c.top_p} must be in (0, 1] (1 keeps every token)"
+    )
+    require(
+        c.temperature is None or 0.0 <= c.temperature < math.inf,
+        f"{p}temperature={c.temperature} must be a number >= 0 (0 means greedy)",
+    )
+
+
+def _default(f: dataclasses.Field) -> object:
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 def _check_language(key: str, lang: str | None, source: str | None) -> None:

@@ -18,7 +18,7 @@ from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 from mt_cli.config import Config, load_config
 from mt_cli.data.epochs import DropoutBatches, EpochLoader, epoch_plan
 from mt_cli.data.mixing import MixedBatches, MixedCorpus
-from mt_cli.data.prepare import prepare_corpora, training_corpus, training_data
+from mt_cli.data.prepare import load_more_directions, prepare_corpora, training_corpus, training_data
 from mt_cli.errors import DataError
 from mt_cli.files import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
@@ -130,13 +130,21 @@ def test_one_corpus_of_weight_1_is_batched_as_before(tiny_corpus: TinyCorpus) ->
     assert training_corpus(listed, [again]) is again  # not a MixedCorpus: the same batches
 
 
-def test_validation_sources_carry_the_target_tag_of_a_multilingual_run(tiny_corpus: TinyCorpus) -> None:
+def test_a_run_of_two_directions_is_validated_and_tested_in_each(tiny_corpus: TinyCorpus) -> None:
     both = [{"source": "multi30k"}, {"source": "multi30k", "src_lang": "en", "tgt_lang": "de"}]
     cfg = load_config(CONFIGS / "tiny.yaml", [*FAST_TRAINING, f"data.corpora={json.dumps(both)}"])
     train = tiny_corpus.training_data(load_config(CONFIGS / "tiny.yaml", FAST_TRAINING)).train
-    data = training_data(cfg, tiny_corpus.splits, tiny_corpus.src_tok, tiny_corpus.tgt_tok, train)
-    assert data.val_src[0] == "<2en> " + tiny_corpus.splits["val"][0]["src"]
-    assert data.test_src[0].startswith("<2en> ") and data.val_ref[0] == tiny_corpus.splits["val"][0]["tgt"]
+    more = load_more_directions(cfg, quiet)
+    data = training_data(cfg, tiny_corpus.splits, tiny_corpus.src_tok, tiny_corpus.tgt_tok, train, more)
+    first, second = data.evaluation
+    assert (first.name, second.name) == ("de-en", "en-de")
+    # Untagged, as a user gives them: the engine (and validation's loss) put the target tag first.
+    val = tiny_corpus.splits["val"][0]
+    assert (first.val_src[0], first.val_ref[0]) == (val["src"], val["tgt"])
+    assert (second.val_src[0], second.val_ref[0]) == (val["tgt"], val["src"])  # the same pair reversed
+    test = tiny_corpus.splits["test2016"][0]
+    assert (second.test_src[0], second.test_ref[0]) == (test["tgt"], test["src"])
+    assert len(second.val_src) == len(first.val_src) == 1014
 
 
 def mt(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -29,6 +29,7 @@ class NBestEngine:
     "same", whose hypotheses are all alike. Records each call: (kind, lines, beam, n-best)."""
 
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 2, "a fake", 1
+    directions = (("de", "en"),)
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[str], int | None, int]] = []

@@ -22,6 +22,7 @@ class BrokenEngine:
     """An engine for de -> en that fails on the line "boom" and upper-cases the rest."""
 
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 4, "a fake", 1
+    directions = (("de", "en"),)
 
     def __init__(self) -> None:
         self.gate = threading.Event()  # cleared: every call waits for it (at most 5 s)

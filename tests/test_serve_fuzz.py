@@ -35,6 +35,7 @@ class FastEngine:
     and so on; fails (a 500) if a line could not be encoded, as SentencePiece does."""
 
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 1, "a fake", 1
+    directions = (("de", "en"),)
 
     def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
         for line in lines:

@@ -25,7 +25,7 @@ from mt_cli.cli.engines import (
     EnsembleWeightsOption,
     open_model,
 )
-from mt_cli.cli.translation import BufferOption, _write
+from mt_cli.cli.translation import BufferOption, TgtLangOption, _write
 from mt_cli.decode.engine import EngineKind
 from mt_cli.errors import InputError
 from mt_cli.files import AtomicTextOutput, check_input_file, check_output_path
@@ -63,6 +63,7 @@ def score(
     compute_type: ComputeTypeOption = ComputeType.DEFAULT,
     ensemble: EnsembleOption = None,
     ensemble_weights: EnsembleWeightsOption = None,
+    tgt_lang: TgtLangOption = None,
 ) -> None:
     """Score given translations: per line, the summed and the per-token (mean) log-probability
     (natural log) of the target given the source, in the training tokenization (target pieces,
@@ -79,7 +80,7 @@ def score(
     from mt_cli.cli.decoding import score_lines
 
     try:
-        for scores in model.score_stream(chunks, per_token):
+        for scores in model.score_stream(chunks, per_token, tgt_lang):
             _write(sink, score_lines(scores, per_token, as_json), output_file)
         if output is not None:
             output.commit()

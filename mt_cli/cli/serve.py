@@ -110,6 +110,7 @@ def serve(
     listener = _listen(host, port)  # before the model loads, so a port in use fails at once
     try:
         from mt_cli.cli.engines import open_model
+        from mt_cli.decode.results import describe_directions
         from mt_cli.serve.alternatives import options
         from mt_cli.serve.app import Settings, create_app
         from mt_cli.serve.server import serve as run_server
@@ -132,10 +133,8 @@ def serve(
         )
         url = _url(listener)
         beam_size = model.beam_size if beam is None else beam
-        ready = (
-            f"mt serve: {model.src_lang} -> {model.tgt_lang} at {url} "
-            f"({engine.value} engine, beam {beam_size}, {model.origin})"
-        )
+        directions = describe_directions(model.directions)
+        ready = f"mt serve: {directions} at {url} ({engine.value} engine, beam {beam_size}, {model.origin})"
         if not run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener, settings):
             raise RunFailure("the server did not start; see the messages above")
     finally:

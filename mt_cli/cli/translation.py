@@ -66,6 +66,17 @@ HypOption = option(
     "systems: paired bootstrap resampling of each against the first, as sacrebleu --paired-bs.",
 )
 HypothesesOption = option(Path | None, "--output", "-o", help="Write the hypotheses to this file.")
+TgtLangOption = option(
+    str | None,
+    "--tgt-lang",
+    help="Language to write, one the model was trained to write (default: its first direction's); "
+    "a multilingual model gets its target tag (<2xx>) before each source.",
+)
+SrcLangOption = option(
+    str | None,
+    "--src-lang",
+    help="Language of the input, checked to be one the model reads (it selects nothing: no tag).",
+)
 
 
 @user_errors
@@ -93,6 +104,8 @@ def translate(
     align: AlignOption = False,
     alignment_layer: AlignmentLayerOption = None,
     as_json: TranslateJsonOption = False,
+    tgt_lang: TgtLangOption = None,
+    src_lang: SrcLangOption = None,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
@@ -110,7 +123,7 @@ def translate(
         raise InputError("--attention needs --engine mt")
     model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
     scores = as_json or n_best > 1  # only these print a score; greedy search goes faster without
-    options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores)
+    options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang)
     model.options(*options)  # checked before a line of input is read: one line, nothing written
 
     chunks, total = _input_chunks(text, input_file, buffer_size)
@@ -123,7 +136,7 @@ def translate(
             for translations in model.translate_stream(chunks, *options):
                 _write(sink, translation_lines(translations, done, n_best > 1, align, as_json), output_file)
                 if attention is not None and done == 0:
-                    _plot_attention(model.engine, translations[0], attention)
+                    _plot_attention(model.engine, translations[0], attention, tgt_lang)
                 done += len(translations)
                 bar.update(len(translations))
         if output is not None:
@@ -173,10 +186,10 @@ def _input_chunks(
     return batched(stream_lines(sys.stdin.buffer, "standard input"), size), None
 
 
-def _plot_attention(engine: Engine, translation: Translation, path: Path) -> None:
+def _plot_attention(engine: Engine, translation: Translation, path: Path, tgt_lang: str | None) -> None:
     from mt_cli.tools.plots import plot_attention
 
-    plot_attention(*engine.attention(translation.source, translation.best.tokens), path)
+    plot_attention(*engine.attention(translation.source, translation.best.tokens, None, tgt_lang), path)
     warn(f"attention heatmap written to {path}")
 
 
@@ -198,13 +211,20 @@ def evaluate(
     compute_type: ComputeTypeOption = ComputeType.DEFAULT,
     ensemble: EnsembleOption = None,
     ensemble_weights: EnsembleWeightsOption = None,
+    tgt_lang: TgtLangOption = None,
+    src_lang: SrcLangOption = None,
 ) -> None:
-    """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a run on a split or files, or --hyp."""
+    """Score with sacreBLEU (detokenized, cased, 13a) and chrF: a run on a split or files, or --hyp.
+
+    A multilingual model's split is that of the direction --src-lang/--tgt-lang name (default:
+    its first); with --src and --ref, --tgt-lang says which language to write."""
     from mt_cli.decode.evaluate import evaluate_run, score_files
 
     if hyp:
         if ref is None or src is not None:
             raise InputError("--hyp needs --ref (and no --src): it scores a file of translations")
+        if tgt_lang is not None or src_lang is not None:
+            raise InputError("--hyp scores translations someone made: --src-lang and --tgt-lang need a model")
         if len(hyp) > 1:
             from mt_cli.cli.comparison import print_comparison
             from mt_cli.decode.significance import compare_files
@@ -222,7 +242,8 @@ def evaluate(
     output = AtomicTextOutput(output_file) if output_file is not None else None
     try:
         model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
-        result = evaluate_run(model.engine, split, src, ref, beam, length_penalty)
+        direction = (src_lang, tgt_lang)
+        result = evaluate_run(model.engine, split, src, ref, beam, length_penalty, direction)
         if output is not None:
             output.write("".join(h + "\n" for h in result.evaluation.hypotheses))
             output.commit()
@@ -230,8 +251,9 @@ def evaluate(
         if output is not None:
             output.discard()
     seconds, sentences = result.evaluation.seconds, result.evaluation.scores.sentences
+    name = result.name if result.direction is None else f"{result.name} {'->'.join(result.direction)}"
     header = (
-        f"{result.name}: {sentences} sentences, beam {result.beam}, length penalty {result.length_penalty}, "
+        f"{name}: {sentences} sentences, beam {result.beam}, length penalty {result.length_penalty}, "
         f"{seconds:.1f} s ({sentences / max(seconds, 1e-9):.1f} sentences/s)"
     )
     _print_scores(result.as_dict(), header, bleu, as_json)

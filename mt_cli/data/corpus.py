@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.config import CorpusConfig, DataConfig
+from mt_cli.data import synthetic
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
 from mt_cli.errors import DataError
 from mt_cli.files import open_bytes
@@ -124,6 +125,12 @@ def _streams(cfg: CorpusConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pa
         return "data.tables", {
             split: functools.partial(table_pairs, paths, cfg.columns) for split, paths in cfg.tables.items()
         }
+    if cfg.source == "backtranslation":  # made by train.backtranslation before the data is read
+        made = synthetic.resolve(cfg)
+        made.provenance()  # a DataError if they are not made yet
+        return f"the synthetic pairs {made.directory}", {
+            "train": functools.partial(_stream_pair, *made.files())
+        }
     if cfg.source == "hub":
         names = cfg.hub_splits or HUB_SPLIT_NAMES
         return f"the hub dataset {cfg.hub}", {
@@ -172,6 +179,8 @@ def train_fingerprint(cfg: DataConfig | CorpusConfig) -> dict:
                 {"src_lang": c.src_lang, "tgt_lang": c.tgt_lang, **train_fingerprint(c)} for c in entries
             ]
         }
+    if cfg.source == "backtranslation":
+        return synthetic.fingerprint(cfg)
     if cfg.source == "hub":
         hub = {"hub": cfg.hub, "config": cfg.hub_config, "splits": cfg.hub_splits, "columns": cfg.columns}
         return {**hub, "train_limit": cfg.train_limit}
@@ -223,6 +232,8 @@ def load_corpus(cfg: DataConfig | CorpusConfig, splits: Sequence[str] | None = N
         unknown = [s for s in splits if s not in SPLITS]
         if unknown:
             raise DataError(f"unknown split {unknown[0]!r}; choose from {', '.join(SPLITS)}")
+    if cfg.source == "backtranslation" and splits is not None and set(splits) - {"train"}:
+        raise DataError("a backtranslation corpus has training pairs only, no val or test split")
     where, streams = _streams(cfg)
     wanted = list(streams) if splits is None else list(splits)
     missing = [s for s in wanted if s not in streams]

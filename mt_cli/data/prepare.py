@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.config import Config, CorpusConfig
+from mt_cli.data import synthetic
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.formats import Pair
@@ -24,7 +25,7 @@ from mt_cli.data.prepared import PreparedCorpus, prepared_key, write_prepared
 from mt_cli.errors import DataError
 from mt_cli.files import batched, file_sha256
 from mt_cli.layout import RunDir
-from mt_cli.text.tags import check_tags, corpus_prefix, source_tags, translation_prefix
+from mt_cli.text.tags import check_tags, corpus_prefix, source_tags
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
 if TYPE_CHECKING:
@@ -35,14 +36,34 @@ SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs 
 
 
 @dataclass(frozen=True)
+class EvalSet:
+    """One direction's validation and test text, as a user would give it: no target tag (the
+    engine puts it before each source, and validation's loss does as the engine does)."""
+
+    src_lang: str
+    tgt_lang: str
+    val_src: list[str]
+    val_ref: list[str]
+    test_src: list[str]
+    test_ref: list[str]
+
+    @property
+    def name(self) -> str:
+        """``"de-en"``: how metrics.jsonl and test.json name the direction."""
+        return f"{self.src_lang}-{self.tgt_lang}"
+
+
+@dataclass(frozen=True)
 class TrainingData:
     src_tok: Tokenizer
     tgt_tok: Tokenizer
     train: PreparedCorpus | MixedCorpus  # the training pairs, on disk (several corpora: by weight)
-    val_src: list[str]  # raw text (with its target tag, if any): scored like any user input
-    val_ref: list[str]
-    test_src: list[str]
-    test_ref: list[str]
+    evaluation: tuple[EvalSet, ...]  # per direction, the run's own first: it chooses best.pt
+
+    @property
+    def first(self) -> EvalSet:
+        """The run's own direction (data.src_lang -> data.tgt_lang), the first corpus's."""
+        return self.evaluation[0]
 
 
 def load_eval_splits(cfg: Config, log: Callable[[str], None]) -> datasets.DatasetDict:
@@ -54,6 +75,34 @@ def load_eval_splits(cfg: Config, log: Callable[[str], None]) -> datasets.Datase
     corpus = load_corpus(cfg.data, splits)
     log(" | ".join(f"{name}: {len(corpus[name]):,} pairs" for name in splits))
     return corpus
+
+
+def load_more_directions(
+    cfg: Config, log: Callable[[str], None]
+) -> dict[tuple[str, str], datasets.DatasetDict]:
+    """The val and test splits of every direction of the run after its first (whose are
+    ``load_eval_splits``'s), each from the first corpus of that direction that has them; a
+    direction none of whose corpora has them (text made by back-translation) is logged and left out."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    found = {}
+    splits = ["val", cfg.data.test_split]
+    for direction in cfg.data.directions()[1:]:
+        name, reasons = "-".join(direction), []
+        for entry in cfg.data.entries():
+            if (entry.src_lang, entry.tgt_lang) != direction:
+                continue
+            try:
+                found[direction] = load_corpus(entry, splits)
+            except DataError as err:
+                reasons.append(str(err))
+                continue
+            log(f"{name}: " + " | ".join(f"{s}: {len(found[direction][s]):,} pairs" for s in splits))
+            break
+        else:
+            log(f"{name}: not validated or tested: {'; '.join(reasons)}")
+    return found
 
 
 def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
@@ -97,6 +146,8 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
         recipe["direction"] = [entry.src_lang, entry.tgt_lang]
     if prefix := corpus_prefix(cfg.data, entry):
         recipe["prefix"] = prefix
+    if entry.source == "backtranslation":  # where its pairs came from: run, checkpoint, decoding
+        recipe["origin"] = synthetic.resolve(entry).provenance()
     return recipe
 
 
@@ -222,13 +273,16 @@ def training_data(
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
     train: PreparedCorpus | MixedCorpus,
+    more: Mapping[tuple[str, str], datasets.DatasetDict] | None = None,
 ) -> TrainingData:
-    """What the trainer reads: the prepared training pairs and the raw val and test text, each
-    source with the run's target tag when it has them (``text.tags.translation_prefix``)."""
-    val, test = splits["val"].to_dict(), splits[cfg.data.test_split].to_dict()
-    prefix = translation_prefix(cfg.data)
-    val_src, test_src = ([prefix + line for line in split["src"]] for split in (val, test))
-    return TrainingData(src_tok, tgt_tok, train, val_src, val["tgt"], test_src, test["tgt"])
+    """What the trainer reads: the prepared training pairs and the raw val and test text of the
+    run's direction (``splits``) and of the ``more`` directions (``load_more_directions``)."""
+    directions = {(cfg.data.src_lang, cfg.data.tgt_lang): splits, **(more or {})}
+    evaluation = []
+    for (src_lang, tgt_lang), corpus in directions.items():
+        val, test = corpus["val"].to_dict(), corpus[cfg.data.test_split].to_dict()
+        evaluation.append(EvalSet(src_lang, tgt_lang, val["src"], val["tgt"], test["src"], test["tgt"]))
+    return TrainingData(src_tok, tgt_tok, train, tuple(evaluation))
 
 
 def describe_corpus(

@@ -27,7 +27,6 @@ from mt_cli.decode.engine import (
     check_pairs,
     ignore,
     output_limit,
-    source_pieces,
     target_pieces,
 )
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
@@ -87,7 +86,7 @@ class CTranslate2Engine(CardEngine):
     def resolve(self, options: TranslateOptions) -> TranslateOptions:
         if options.align:
             raise InputError(NO_ALIGNMENT)
-        return options.resolved(self.card.decode)
+        return options.resolved(self.card.decode, self.card.data)
 
     def translate(
         self,
@@ -97,7 +96,8 @@ class CTranslate2Engine(CardEngine):
         first_line: int = 1,
     ) -> list[Translation]:
         options = self.resolve(options)
-        sources = source_pieces(self.src_tok, lines, self.card.model.max_positions, warn, first_line)
+        positions = self.card.model.max_positions
+        sources = self.source_pieces(lines, positions, warn, first_line, options.tgt_lang)
         found: list[list[tuple[list[str], float]]] = [[([], 0.0)] for _ in sources]
         groups = self._groups_by_limit(sources)
         if options.sampling is not None:
@@ -166,10 +166,11 @@ class CTranslate2Engine(CardEngine):
         per_token: bool = False,
         warn: Warn = ignore,
         first_line: int = 1,
+        tgt_lang: str | None = None,
     ) -> list[Score]:
         check_pairs(sources, targets)
         positions = self.card.model.max_positions
-        src_ids = source_pieces(self.src_tok, sources, positions, warn, first_line)
+        src_ids = self.source_pieces(sources, positions, warn, first_line, tgt_lang)
         tgt_ids = target_pieces(self.tgt_tok, targets, positions, warn, first_line)
         results = self.translator.score_batch(
             [self.src_tok.sp.id_to_piece(ids) for ids in src_ids],
@@ -195,8 +196,11 @@ class CTranslate2Engine(CardEngine):
         layer: int | None = None,
         warn: Warn = ignore,
         first_line: int = 1,
+        tgt_lang: str | None = None,
     ) -> list[Alignment]:
         raise InputError(NO_ALIGNMENT)
 
-    def attention(self, source: str, target: Sequence[str], layer: int | None = None) -> NoReturn:
+    def attention(
+        self, source: str, target: Sequence[str], layer: int | None = None, tgt_lang: str | None = None
+    ) -> NoReturn:
         raise InputError("--attention needs --engine mt: a CTranslate2 export keeps one head's attention")

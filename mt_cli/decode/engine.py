@@ -4,7 +4,9 @@
 (``mt_cli.api``) hold an ``Engine`` and never ask which one it is. The implementations:
 ``Translator`` (mt's own PyTorch model, or through ``members.ensemble_of`` an ensemble of them)
 and ``CTranslate2Engine`` (a model exported with ``mt export --format ctranslate2``). All split
-lines into SentencePiece pieces, append EOS to each source, cut sources to the model's positions,
+lines into SentencePiece pieces, put the target tag of a multilingual model before each source
+(``source_pieces``: the one place it is added, for translation, scoring and alignment alike),
+append EOS to each source, cut sources to the model's positions,
 decode with the same search (the length penalty divides a finished hypothesis's summed log-
 probability by its length, EOS included, to the power alpha, as CTranslate2, fairseq and Hugging
 Face do) and cap the output at ``max_len_a * source length + max_len_b`` tokens. Results are the
@@ -21,8 +23,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from mt_cli.config import ModelCard
-from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Score, TranslateOptions, Translation
+from mt_cli.decode.results import (
+    DEFAULT_OPTIONS,
+    Alignment,
+    Score,
+    TranslateOptions,
+    Translation,
+    target_language,
+)
 from mt_cli.errors import InputError
+from mt_cli.text.tags import translation_prefix
 from mt_cli.text.tokenizer import Tokenizer
 
 Warn = Callable[[str], None]  # hears of each line cut to the model's positions
@@ -40,7 +50,8 @@ class EngineKind(str, enum.Enum):
 
 
 class Engine(Protocol):
-    """A translation model for one language pair, with the decoding it was tuned with.
+    """A translation model, with the decoding it was tuned with: one language pair, or several
+    directions (a multilingual model, told which language to write by a target tag).
 
     Every method takes lines in and gives one result per line, in order; ``warn`` hears of each
     source (or target) cut to the model's positions, its line numbered from ``first_line`` (for
@@ -59,6 +70,11 @@ class Engine(Protocol):
 
     @property
     def tgt_lang(self) -> str: ...
+
+    @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        """Every (source, target) language pair the model was trained on, the card's first."""
+        ...
 
     @property
     def beam_size(self) -> int:
@@ -93,8 +109,10 @@ class Engine(Protocol):
         per_token: bool = False,
         warn: Warn = ...,
         first_line: int = 1,
+        tgt_lang: str | None = None,
     ) -> list[Score]:
-        """The log-probability of each target given its source (forced decoding)."""
+        """The log-probability of each target, in ``tgt_lang`` (None: the card's), given its
+        source (forced decoding)."""
         ...
 
     def align(
@@ -104,15 +122,18 @@ class Engine(Protocol):
         layer: int | None = None,
         warn: Warn = ...,
         first_line: int = 1,
+        tgt_lang: str | None = None,
     ) -> list[Alignment]:
-        """Word alignments between each source and its given target."""
+        """Word alignments between each source and its given target (in ``tgt_lang``); indices
+        count the words of the lines as given, never a target tag."""
         ...
 
     def attention(
-        self, source: str, target: Sequence[str], layer: int | None = None
+        self, source: str, target: Sequence[str], layer: int | None = None, tgt_lang: str | None = None
     ) -> tuple[list[str], list[str], Any]:
         """(source pieces, target pieces, (T, S) cross-attention) for one source and target pieces,
-        EOS included on both sides: what ``mt translate --attention`` draws."""
+        EOS included on both sides (and the target tag first, if any): what ``mt translate
+        --attention`` draws."""
         ...
 
     def translate_lines(
@@ -121,14 +142,16 @@ class Engine(Protocol):
         beam_size: int | None = None,
         length_penalty: float | None = None,
         warn: Warn = ...,
+        tgt_lang: str | None = None,
     ) -> list[str]:
         """One detokenized translation per line (``mt serve`` and ``mt eval`` read only that)."""
         ...
 
 
 class CardEngine:
-    """What every engine shares: the card's languages and default beam, the tokenizer
-    fingerprints, and ``translate_lines`` on top of ``translate``."""
+    """What every engine shares: the card's languages, directions and default beam, the tokenizer
+    fingerprints, the source pieces with their target tag, and ``translate_lines`` on top of
+    ``translate``."""
 
     card: ModelCard
     src_tok: Tokenizer
@@ -143,6 +166,10 @@ class CardEngine:
         return self.card.data.tgt_lang
 
     @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        return self.card.data.directions()
+
+    @property
     def beam_size(self) -> int:
         return self.card.decode.beam_size
 
@@ -153,6 +180,23 @@ class CardEngine:
     @property
     def tokenizers(self) -> tuple[str, str]:
         return tokenizer_fingerprint(self.src_tok), tokenizer_fingerprint(self.tgt_tok)
+
+    def source_prefix(self, tgt_lang: str | None) -> str:
+        """What goes before each source to write ``tgt_lang`` (None: the card's): the target tag
+        of a model trained with them, else nothing; an ``InputError`` if the model does not write it."""
+        return translation_prefix(self.card.data, target_language(self.card.data, tgt_lang))
+
+    def source_pieces(
+        self, lines: Sequence[str], max_positions: int, warn: Warn, first_line: int, tgt_lang: str | None
+    ) -> list[list[int]]:
+        """``source_pieces`` of the lines with the target tag of ``tgt_lang`` first (if any)."""
+        return source_pieces(
+            self.src_tok, lines, max_positions, warn, first_line, self.source_prefix(tgt_lang)
+        )
+
+    def prefix_pieces(self, tgt_lang: str | None) -> int:
+        """How many pieces ``source_prefix`` puts before a source (a tag is one piece)."""
+        return len(self.source_prefix(tgt_lang).split())
 
     def translate(
         self,
@@ -170,8 +214,11 @@ class CardEngine:
         beam_size: int | None = None,
         length_penalty: float | None = None,
         warn: Warn = ignore,
+        tgt_lang: str | None = None,
     ) -> list[str]:
-        options = TranslateOptions(beam=beam_size, length_penalty=length_penalty, scores=False)
+        options = TranslateOptions(
+            beam=beam_size, length_penalty=length_penalty, scores=False, tgt_lang=tgt_lang
+        )
         return [t.text for t in self.translate(lines, options, warn)]
 
 
@@ -191,9 +238,13 @@ def source_pieces(
     max_positions: int,
     warn: Callable[[str], None],
     first_line: int = 1,
+    prefix: str = "",
 ) -> list[list[int]]:
-    """Each line's piece ids (no EOS yet), cut so that with EOS they fit the model's positions,
-    with one warning per cut line (numbered from ``first_line``)."""
+    """Each line's piece ids (no EOS yet), ``prefix`` (tags, ``text.tags``, each one piece) before
+    every line that is not empty, cut so that with EOS they fit the model's positions, with one
+    warning per cut line (numbered from ``first_line``). An empty line stays empty: no tag."""
+    if prefix:
+        lines = [prefix + line.strip() if line.strip() else "" for line in lines]
     return _pieces_within(tokenizer, lines, max_positions - 1, "source", warn, first_line)
 
 

@@ -8,7 +8,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mt_cli.config import DataConfig
 from mt_cli.decode.engine import Engine
+from mt_cli.decode.results import target_language
 from mt_cli.errors import InputError
 
 # Lines translated between two progress-bar updates: big enough that sorting by length within a
@@ -74,15 +76,29 @@ class RunEvaluation:
     length_penalty: float
     checkpoint: str
     evaluation: Evaluation
+    direction: tuple[str, str] | None = None  # of a model with several directions: the one scored
 
     def as_dict(self) -> dict[str, Any]:
+        languages = {} if self.direction is None else dict(zip(("src_lang", "tgt_lang"), self.direction))
         return {
             "data": self.name,
+            **languages,
             "beam": self.beam,
             "length_penalty": self.length_penalty,
             "checkpoint": self.checkpoint,
             **self.evaluation.as_dict(),
         }
+
+
+def direction_of(
+    data: DataConfig, src_lang: str | None = None, tgt_lang: str | None = None
+) -> tuple[str, str]:
+    """The direction a model's split is scored in: ``tgt_lang`` (None: the card's) from
+    ``src_lang`` (None: the first source the model translates into that language); an
+    ``InputError`` naming what the model knows if it was not trained on it."""
+    tgt = target_language(data, tgt_lang, src_lang)
+    src = src_lang or next(s for s, t in data.directions() if t == tgt)
+    return src, tgt
 
 
 def evaluate_run(
@@ -92,20 +108,23 @@ def evaluate_run(
     ref: Path | None,
     beam: int | None,
     length_penalty: float | None,
+    languages: tuple[str | None, str | None] = (None, None),
 ) -> RunEvaluation:
-    """Translate a split of the model's corpus (or ``src``) with ``engine`` and score it."""
+    """Translate a split of the model's corpus (or ``src``) with ``engine`` and score it, in the
+    direction ``languages`` (source, target) name (``direction_of``)."""
     from tqdm import tqdm
 
     from mt_cli.files import batched
 
     if (src is None) != (ref is None):
         raise InputError("--src and --ref go together: give both files or neither")
+    direction = direction_of(engine.card.data, *languages)
     if src is not None and ref is not None:
         sources, references, name = paired_files(src, ref, "--src")
     else:
         from mt_cli.data.corpus import load_corpus
 
-        corpus = load_corpus(engine.card.data, [split])[split]
+        corpus = load_corpus(engine.card.data.direction_entry(direction), [split])[split]
         sources, references, name = corpus["src"], corpus["tgt"], split
     beam_size = engine.card.decode.beam_size if beam is None else beam
     alpha = engine.card.decode.length_penalty if length_penalty is None else length_penalty
@@ -116,11 +135,13 @@ def evaluate_run(
             total=len(lines), desc=f"translating {name}", unit="line", leave=False, disable=None
         ) as bar:
             for chunk in batched(iter(lines), PROGRESS_CHUNK):
-                out += engine.translate_lines(chunk, beam_size, alpha)
+                out += engine.translate_lines(chunk, beam_size, alpha, tgt_lang=direction[1])
                 bar.update(len(chunk))
         return out
 
-    return RunEvaluation(name, beam_size, alpha, engine.origin, evaluate(translate, sources, references))
+    several = len(engine.card.data.directions()) > 1
+    evaluation = evaluate(translate, sources, references)
+    return RunEvaluation(name, beam_size, alpha, engine.origin, evaluation, direction if several else None)
 
 
 def score_files(hyp: Path, ref: Path) -> Scores:

@@ -28,10 +28,10 @@ from mt_cli.decode.engine import (
     Warn,
     check_pairs,
     ignore,
-    source_pieces,
     target_pieces,
 )
 from mt_cli.decode.ensemble import Ensemble
+from mt_cli.decode.parallel import side_by_side
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.decode.scoring import force_decode
@@ -127,10 +127,13 @@ class Translator(CardEngine):
             return " + ".join(self.members)
         return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
 
-    def encode_sources(self, lines: Sequence[str], warn: Warn, first_line: int = 1) -> list[list[int]]:
-        """Source ids with EOS, cut to the model's positions (with one warning per cut line,
-        numbered from ``first_line``)."""
-        encoded = source_pieces(self.src_tok, lines, self.model.max_positions, warn, first_line)
+    def encode_sources(
+        self, lines: Sequence[str], warn: Warn, first_line: int = 1, tgt_lang: str | None = None
+    ) -> list[list[int]]:
+        """Source ids with EOS, after the target tag of ``tgt_lang`` (None: the card's) when the
+        model has them, cut to the model's positions (with one warning per cut line, numbered
+        from ``first_line``)."""
+        encoded = self.source_pieces(lines, self.model.max_positions, warn, first_line, tgt_lang)
         return [source_ids(ids) for ids in encoded]
 
     def batches(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
@@ -161,7 +164,7 @@ class Translator(CardEngine):
     def resolve(self, options: TranslateOptions) -> TranslateOptions:
         if options.align:
             self._check_layer(options.alignment_layer)
-        return options.resolved(self.card.decode)
+        return options.resolved(self.card.decode, self.card.data)
 
     def translate(
         self,
@@ -171,16 +174,22 @@ class Translator(CardEngine):
         first_line: int = 1,
     ) -> list[Translation]:
         options = self.resolve(options)
-        sources = self.encode_sources(lines, warn, first_line)
+        sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
         found: list[list[search.Hypothesis]] = [[search.Hypothesis([], 0.0)] for _ in sources]
-        for group in self.batches(sources, options.beam_size):
+        groups = self.batches(sources, options.beam_size)
+
+        def search_group(group: list[int]) -> list[list[search.Hypothesis]]:
             src, src_mask = self._padded([sources[i] for i in group])
             with autocast(self.device, self.dtype):
-                hyps = self._search(src, src_mask, options, [lines[i] for i in group])
+                return self._search(src, src_mask, options, [lines[i] for i in group])
+
+        for group, hyps in zip(groups, side_by_side(search_group, groups, self.device)):
             for index, line_hyps in zip(group, hyps):
                 found[index] = line_hyps
         alignments = (
-            self._hypothesis_alignments(sources, found, options.alignment_layer) if options.align else None
+            self._hypothesis_alignments(sources, found, options.alignment_layer, options.tgt_lang)
+            if options.align
+            else None
         )
         # One call detokenizes every hypothesis: SentencePiece per line cost a quarter of greedy's time.
         texts = iter(self.tgt_tok.decode([h.tokens for hyps in found for h in hyps]))
@@ -226,20 +235,30 @@ class Translator(CardEngine):
         return [[search.Hypothesis(t, s / search.length_penalty(len(t) + 1, alpha))] for t, s in pairs]
 
     def _hypothesis_alignments(
-        self, sources: list[list[int]], found: list[list[search.Hypothesis]], layer: int | None
+        self,
+        sources: list[list[int]],
+        found: list[list[search.Hypothesis]],
+        layer: int | None,
+        tgt_lang: str | None,
     ) -> list[list[Alignment]]:
         """Word alignments of every hypothesis of every line with its source."""
         rows = [(i, k) for i, hyps in enumerate(found) for k in range(len(hyps))]
-        pairs = self._align_ids([sources[i] for i, _ in rows], [found[i][k].tokens for i, k in rows], layer)
+        pairs = self._align_ids(
+            [sources[i] for i, _ in rows],
+            [found[i][k].tokens for i, k in rows],
+            layer,
+            self.prefix_pieces(tgt_lang),
+        )
         result: list[list[Alignment]] = [[] for _ in found]
         for (i, _), pair in zip(rows, pairs):
             result[i].append(pair)
         return result
 
     def _align_ids(
-        self, sources: list[list[int]], targets: list[list[int]], layer: int | None
+        self, sources: list[list[int]], targets: list[list[int]], layer: int | None, tags: int
     ) -> list[Alignment]:
-        """Word alignments of source ids (with EOS) and target ids (without BOS/EOS), pair by pair."""
+        """Word alignments of source ids (with EOS, after ``tags`` tag pieces, which align to
+        nothing and count as no word) and target ids (without BOS/EOS), pair by pair."""
         result: list[Alignment] = [() for _ in sources]
         real = [i for i, (s, t) in enumerate(zip(sources, targets)) if len(s) > 1 and t]
         for group in self._pair_batches([sources[i] for i in real], [targets[i] for i in real]):
@@ -248,9 +267,9 @@ class Translator(CardEngine):
             with autocast(self.device, self.dtype):
                 matrices = attention_matrix(self.model, src, src_mask, [targets[i] for i in indices], layer)
             for index, matrix in zip(indices, matrices):
-                src_pieces = self.src_tok.sp.id_to_piece(sources[index][:-1])  # without EOS
+                src_pieces = self.src_tok.sp.id_to_piece(sources[index][tags:-1])  # no tag, no EOS
                 tgt_pieces = self.tgt_tok.sp.id_to_piece(targets[index])
-                result[index] = tuple(word_alignment(matrix, src_pieces, tgt_pieces))
+                result[index] = tuple(word_alignment(matrix[:, tags:], src_pieces, tgt_pieces))
         return result
 
     def score(
@@ -260,9 +279,10 @@ class Translator(CardEngine):
         per_token: bool = False,
         warn: Warn = ignore,
         first_line: int = 1,
+        tgt_lang: str | None = None,
     ) -> list[Score]:
         check_pairs(sources, targets)
-        src_ids = self.encode_sources(sources, warn, first_line)
+        src_ids = self.encode_sources(sources, warn, first_line, tgt_lang)
         tgt_ids = target_pieces(self.tgt_tok, targets, self.model.max_positions, warn, first_line)
         log_probs: list[list[float]] = [[] for _ in src_ids]
         for group in self._pair_batches(src_ids, tgt_ids):
@@ -289,19 +309,21 @@ class Translator(CardEngine):
         layer: int | None = None,
         warn: Warn = ignore,
         first_line: int = 1,
+        tgt_lang: str | None = None,
     ) -> list[Alignment]:
         check_pairs(sources, targets)
         self._check_layer(layer)
-        src_ids = self.encode_sources(sources, warn, first_line)
+        src_ids = self.encode_sources(sources, warn, first_line, tgt_lang)
         tgt_ids = target_pieces(self.tgt_tok, targets, self.model.max_positions, warn, first_line)
-        return self._align_ids(src_ids, tgt_ids, layer)
+        return self._align_ids(src_ids, tgt_ids, layer, self.prefix_pieces(tgt_lang))
 
     def attention(
-        self, source: str, target: Sequence[str], layer: int | None = None
+        self, source: str, target: Sequence[str], layer: int | None = None, tgt_lang: str | None = None
     ) -> tuple[list[str], list[str], Tensor]:
-        """Source pieces, target pieces (EOS last on both) and the (T, S) cross-attention, fp32."""
+        """Source pieces (a target tag first, if any), target pieces (EOS last on both) and the
+        (T, S) cross-attention, fp32."""
         self._check_layer(layer)
-        ids = self.encode_sources([source], warn=ignore)[0]
+        ids = self.encode_sources([source], ignore, 1, tgt_lang)[0]
         tokens = [self.tgt_tok.sp.piece_to_id(piece) for piece in target][: self.model.max_positions - 2]
         src, src_mask = self._padded([ids])
         with autocast(self.device, self.dtype):

@@ -83,20 +83,38 @@ class MultiHeadAttention(nn.Module):
         p = self.attention_dropout if self.training else 0.0
         weights = None
         if need_weights:
-            # SDPA does not return its weights, so this (slower) path computes them explicitly.
-            scores = (q @ k.transpose(-2, -1)) * (self.head_dim**-0.5)  # (B, H, L, M)
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)  # (B, H, L, M)
-            if mask is not None:
-                # A row with no allowed key is all NaN after softmax; make it attend to nothing.
-                weights = weights.masked_fill(~mask, 0.0)
+            # SDPA does not return its weights, so this path computes them explicitly.
+            weights = self._weights(q, k, mask)  # (B, H, L, M)
             ctx = F.dropout(weights, p, self.training) @ v  # (B, H, L, Dh)
         else:
             ctx = _sdpa(q, k, v, mask, p)  # (B, H, L, Dh)
+        return self._merge(ctx), weights
+
+    def attend_step(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """``attend`` for a decoding step (inference, a few queries per row): two matrix products.
+
+        SDPA's CPU kernel (flash attention) tiles for long query blocks; with one query per
+        hypothesis it spends most of a beam step there (torch 2.13: ~4x the two products for
+        (1000, 4, 1, 64) queries over 30 keys). Returns (B, L, D) and, if asked, the weights.
+        """
+        weights = self._weights(q, k, mask)  # (B, H, L, M)
+        return self._merge(weights @ v), weights if need_weights else None  # (B, L, D)
+
+    def _weights(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
+        """Softmax attention weights (B, H, L, M) in q's dtype (softmax accumulates in fp32)."""
+        scores = (q @ k.transpose(-2, -1)).mul_(self.head_dim**-0.5)  # (B, H, L, M)
+        if mask is None:
+            return torch.softmax(scores, dim=-1)
+        weights = torch.softmax(scores.masked_fill_(~mask, float("-inf")), dim=-1)  # (B, H, L, M)
+        # A row with no allowed key is all NaN after softmax; make it attend to nothing.
+        return weights.masked_fill(~mask, 0.0)
+
+    def _merge(self, ctx: Tensor) -> Tensor:
+        """ctx (B, H, L, Dh) -> heads merged and projected, (B, L, D)."""
         b, _, length, _ = ctx.shape
-        out = self.out(ctx.transpose(1, 2).reshape(b, length, self.d_model))  # (B, L, D)
-        return out, weights
+        return self.out(ctx.transpose(1, 2).reshape(b, length, self.d_model))  # (B, L, D)
 
 
 class SelfAttention(MultiHeadAttention):
@@ -127,7 +145,7 @@ class SelfAttention(MultiHeadAttention):
             past_k, past_v = _grown(past_k, length), _grown(past_v, length)
         past_k[:, :, length] = k[:, :, 0]
         past_v[:, :, length] = v[:, :, 0]
-        out, _ = self.attend(
+        out, _ = self.attend_step(
             q, past_k[:, :, : length + 1], past_v[:, :, : length + 1], None
         )  # over (B, H, t+1, Dh)
         return out, past_k, past_v
@@ -173,7 +191,7 @@ class CrossAttention(MultiHeadAttention):
         """
         sources = k.size(0)
         q = self.q(x).view(sources, -1, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, G, Dh)
-        out, weights = self.attend(q, k, v, mask, need_weights)  # (B, G, D), (B, H, G, S)
+        out, weights = self.attend_step(q, k, v, mask, need_weights)  # (B, G, D), (B, H, G, S)
         if weights is not None:
             weights = weights.transpose(1, 2).reshape(-1, self.n_heads, 1, weights.size(-1))  # (B*G, H, 1, S)
         return out.reshape(-1, 1, self.d_model), weights  # (B*G, 1, D)

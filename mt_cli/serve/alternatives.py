@@ -21,23 +21,30 @@ from mt_cli.decode.engine import Engine
 from mt_cli.decode.results import TranslateOptions
 
 Hypotheses = tuple[str, ...]  # a line's translations, best first: one without alternatives
+Key = tuple[int, str | None]  # a batch's settings: how many alternatives, which target language
 
 
-def options(alternatives: int, beam: int | None, default_beam: int) -> TranslateOptions:
+def options(
+    alternatives: int, beam: int | None, default_beam: int, tgt_lang: str | None = None
+) -> TranslateOptions:
     """What a request for ``alternatives`` (over 0) decodes with: n-best N + 1 in a beam of at
     least N + 1, the server's ``beam`` (None: the model's ``default_beam``) where it is wider."""
     wanted = alternatives + 1
-    return TranslateOptions(beam=max(default_beam if beam is None else beam, wanted), n_best=wanted)
+    beam_size = max(default_beam if beam is None else beam, wanted)
+    return TranslateOptions(beam=beam_size, n_best=wanted, tgt_lang=tgt_lang)
 
 
-def decoder(engine: Engine, beam: int | None) -> Callable[[list[str], int], list[Hypotheses]]:
-    """The batcher's engine call: lines and how many alternatives -> each line's hypotheses.
-    Without alternatives it is ``translate_lines`` with the server's beam, as before they existed."""
+def decoder(engine: Engine, beam: int | None) -> Callable[[list[str], Key], list[Hypotheses]]:
+    """The batcher's engine call: lines and (how many alternatives, the target language) -> each
+    line's hypotheses. One call writes one language, so the batcher never mixes targets in a
+    batch. Without alternatives it is ``translate_lines`` with the server's beam, as before they
+    existed."""
 
-    def decode(lines: list[str], alternatives: int) -> list[Hypotheses]:
+    def decode(lines: list[str], key: Key) -> list[Hypotheses]:
+        alternatives, tgt_lang = key
         if alternatives == 0:
-            return [(text,) for text in engine.translate_lines(lines, beam_size=beam)]
-        found = engine.translate(lines, options(alternatives, beam, engine.beam_size))
+            return [(text,) for text in engine.translate_lines(lines, beam_size=beam, tgt_lang=tgt_lang)]
+        found = engine.translate(lines, options(alternatives, beam, engine.beam_size, tgt_lang))
         return [tuple(hyp.text for hyp in translation.hypotheses) for translation in found]
 
     return decode

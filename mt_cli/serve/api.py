@@ -11,9 +11,11 @@ LibreTranslate leaves open:
 
 * ``format`` is ``text`` (the default); ``html`` is refused with 400 rather than decoded as
   text, because this model would translate the markup as words and break it.
-* ``source: "auto"`` means the model's source language; the answer carries LibreTranslate's
-  ``detectedLanguage`` (``{"confidence": 100.0, "language": SRC}``, a list for a list ``q``).
-  The server does not inspect the text: it knows one source language.
+* ``source`` and ``target`` choose one of the directions the model knows (``GET /languages``
+  lists them); a multilingual model gets the target's tag before each line. ``source: "auto"``
+  means the model's first source language, with any target it writes; the answer carries
+  LibreTranslate's ``detectedLanguage`` (``{"confidence": 100.0, "language": SRC}``, a list
+  for a list ``q``). The server does not inspect the text: it detects nothing.
 * Each ``q`` is split into lines (on "\\n", as ``mt translate`` reads a file) and each line is
   translated on its own, then joined again, so a text keeps its line breaks.
 * ``alternatives`` (N, a JSON number or a string of digits, as a form sends it; missing, null or
@@ -34,6 +36,7 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
+from mt_cli.decode.results import describe_directions
 from mt_cli.serve.alternatives import Hypotheses, join
 
 CONFIDENCE = 100.0  # LibreTranslate's scale (percent) for a language it was told, not guessed
@@ -54,13 +57,32 @@ class ApiError(Exception):
 
 @dataclass(frozen=True)
 class Pair:
-    """The one language pair the engine translates, and what a request may send."""
+    """The language pair the engine translates by default (its first direction), every direction
+    it knows, and what a request may send."""
 
     source: str
     target: str
     max_chars: int  # characters of all of a request's texts together
     max_lines: int  # lines of one request: its share of the queue, so it cannot starve the others
     max_alternatives: int = 0  # alternatives one text may ask for (--alternatives-limit)
+    more: tuple[tuple[str, str], ...] = ()  # further directions of a multilingual model
+
+    @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        """Every (source, target) the engine knows, the default first."""
+        return tuple(dict.fromkeys([(self.source, self.target), *self.more]))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(src for src, _ in self.directions))
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(tgt for _, tgt in self.directions))
+
+    def describe(self) -> str:
+        """``"de -> en, fr -> en"``, as messages name the directions."""
+        return describe_directions(self.directions)
 
 
 @dataclass(frozen=True)
@@ -69,6 +91,7 @@ class TranslateRequest:
     batch: bool  # q was a list, so translatedText is one
     auto: bool  # source was "auto", so the answer says which language was assumed
     alternatives: int = 0  # more translations asked for each text
+    target: str | None = None  # the language to write (None: the engine's default)
 
     def lines(self) -> list[str]:
         """Every line of every text, in order: what the engine decodes."""
@@ -211,18 +234,19 @@ def check_key(fields: dict[str, Any], keys: frozenset[str]) -> None:
 
 
 def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
-    """A /translate request: q, source, target and format checked against the server's pair."""
+    """A /translate request: q, source, target and format checked against the server's directions."""
     texts, batch = _texts(fields, pair)
     source, target = _text_field(fields, "source"), _text_field(fields, "target")
-    if source not in (pair.source, "auto"):
-        raise ApiError(
-            400, f"{show(source)} is not supported as a source language; this server has {pair.source}"
-        )
-    if target != pair.target:
+    if source != "auto" and source not in pair.sources:
         raise ApiError(
             400,
-            f"{show(source)} -> {show(target)} is not available; "
-            f"this server translates {pair.source} -> {pair.target}",
+            f"{show(source)} is not supported as a source language; this server has "
+            f"{', '.join(pair.sources)} (or auto)",
+        )
+    if target not in pair.targets or (source != "auto" and (source, target) not in pair.directions):
+        raise ApiError(
+            400,
+            f"{show(source)} -> {show(target)} is not available; this server translates {pair.describe()}",
         )
     text_format = _text_field(fields, "format", default="text")
     if text_format == "html":
@@ -230,7 +254,7 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
     if text_format != "text":
         raise ApiError(400, f"{show(text_format)} format is not supported; send format=text")
     alternatives = _alternatives(fields, pair.max_alternatives)
-    request = TranslateRequest(texts, batch, auto=source == "auto", alternatives=alternatives)
+    request = TranslateRequest(texts, batch, auto=source == "auto", alternatives=alternatives, target=target)
     lines = len(request.lines())
     if lines > pair.max_lines:
         raise ApiError(

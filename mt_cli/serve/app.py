@@ -77,8 +77,9 @@ class Settings:
 
 def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] | None = None) -> FastAPI:
     """The server for ``engine``; ``on_ready`` runs once the batcher runs, before the first request."""
-    # Keyed by the number of alternatives: one engine call decodes with one beam and n-best.
-    batcher: Batcher[int, alternatives.Hypotheses] = Batcher(
+    # Keyed by the number of alternatives and the target: one engine call decodes with one beam
+    # and n-best, into one language.
+    batcher: Batcher[alternatives.Key, alternatives.Hypotheses] = Batcher(
         alternatives.decoder(engine, settings.beam_size),
         settings.max_queue,
         settings.batch_wait_ms / 1000,
@@ -91,6 +92,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         settings.max_chars,
         settings.request_lines,
         settings.alternatives_limit,
+        tuple(engine.directions),
     )
     stopping = asyncio.Event()
     # python-multipart logs a warning for each malformed multipart body: a client's mistake,
@@ -137,7 +139,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
 
 def _add_api_routes(
     app: FastAPI,
-    batcher: Batcher[int, alternatives.Hypotheses],
+    batcher: Batcher[alternatives.Key, alternatives.Hypotheses],
     pair: api.Pair,
     settings: Settings,
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
@@ -148,7 +150,7 @@ def _add_api_routes(
         api.check_key(fields, settings.api_keys)
         job = api.parse_translate(fields, pair)
         try:
-            work = batcher.translate(job.lines(), job.alternatives)
+            work = batcher.translate(job.lines(), (job.alternatives, job.target))
             outputs = await body.unless_client_leaves(request.receive, work)
         except EngineFailed as err:  # input that passed every check failed alone: mt's bug, one line
             logger.error("mt serve: the engine failed on one request: %s", err)
@@ -164,7 +166,10 @@ def _add_api_routes(
 
 
 def _add_info_routes(
-    app: FastAPI, batcher: Batcher[int, alternatives.Hypotheses], pair: api.Pair, settings: Settings
+    app: FastAPI,
+    batcher: Batcher[alternatives.Key, alternatives.Hypotheses],
+    pair: api.Pair,
+    settings: Settings,
 ) -> None:
     page = importlib.resources.files("mt_cli.serve").joinpath("page.html").read_text(encoding="utf-8")
 
@@ -174,10 +179,7 @@ def _add_info_routes(
 
     @app.api_route("/languages", methods=["GET", "HEAD"])
     async def languages() -> list[dict[str, Any]]:
-        return [
-            {"code": pair.source, "name": _name(pair.source), "targets": [pair.target]},
-            {"code": pair.target, "name": _name(pair.target), "targets": []},
-        ]
+        return languages_of(pair.directions)
 
     @app.api_route("/frontend/settings", methods=["GET", "HEAD"])
     async def frontend_settings() -> dict[str, Any]:
@@ -219,3 +221,13 @@ def _add_info_routes(
 
 def _name(code: str) -> str:
     return LANGUAGE_NAMES.get(code, code)
+
+
+def languages_of(directions: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """LibreTranslate's ``/languages``: every language of the directions, in order of first use,
+    each with the targets it translates into (a language only written has none)."""
+    codes = dict.fromkeys(code for direction in directions for code in direction)
+    return [
+        {"code": code, "name": _name(code), "targets": [tgt for src, tgt in directions if src == code]}
+        for code in codes
+    ]

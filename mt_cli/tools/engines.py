@@ -1,13 +1,14 @@
 """``mt bench --engines``: a trained run in every engine, side by side on test2016.
 
-Rows: mt in its default precision and in fp32, CTranslate2 float32 and int8, and the Hugging
-Face Marian export, each greedy and with the recipe's beam. Every row runs in a child process of
-its own (``python -m mt_cli.tools.engines``) under ``/usr/bin/time -v``, whose peak RSS is that
-engine's alone. (Not ``os.wait4`` on a direct child: Python starts children with vfork, and
-Linux then counts the parent's pages in the child's peak.) The child loads the engine,
-translates 32 lines to warm up, then times one pass over all lines with ``threads`` threads.
-The parent scores each output (sacreBLEU) and counts the lines identical to mt fp32's output
-with the same beam. The exports are made first, into a temporary directory, and timed.
+Rows: mt in fp32 and in its default precision, a two-model ensemble of mt (the run with itself:
+what two members cost), CTranslate2 float32 and int8, and the Hugging Face Marian export, each
+greedy and with the recipe's beam. Every row runs in a child process of its own (``python -m
+mt_cli.tools.engines``) under ``/usr/bin/time -v``, whose peak RSS is that engine's alone. (Not
+``os.wait4`` on a direct child: Python starts children with vfork, and Linux then counts the
+parent's pages in the child's peak.) The child loads the engine, translates 32 lines to warm up,
+then times one pass over all lines with ``threads`` threads. The parent scores each output
+(sacreBLEU) and counts the lines identical to mt fp32's output with the same beam. The exports
+are made first, into a temporary directory, and timed.
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ HF_BATCH = 64  # sentences per generate() call
 
 
 class Case(str, enum.Enum):
-    MT = "mt"
+    """The rows, in order; the first is the reference of "= mt fp32"."""
+
     MT_FP32 = "mt-fp32"
+    MT = "mt"
+    MT_ENSEMBLE2 = "mt-ensemble2"  # the run ensembled with itself: the cost of two members
     CT2_FLOAT32 = "ctranslate2-float32"
     CT2_INT8 = "ctranslate2-int8"
     HUGGINGFACE = "huggingface"
@@ -86,11 +90,15 @@ class HuggingFaceEngine:
 
 def _open(case: Case, run: Path, checkpoint: str | None, model_dir: Path | None) -> Engine:
     from mt_cli.decode.ctranslate2 import CTranslate2Engine
+    from mt_cli.decode.members import ensemble_of
     from mt_cli.decode.translator import Translator
 
     opened: dict[Case, Callable[[], Engine]] = {
         Case.MT: lambda: Translator.from_run(run, checkpoint, "cpu"),
         Case.MT_FP32: lambda: Translator.from_run(run, checkpoint, "cpu", amp="off"),
+        Case.MT_ENSEMBLE2: lambda: ensemble_of(
+            [Translator.from_run(run, checkpoint, "cpu") for _ in range(2)]
+        ),
         Case.CT2_FLOAT32: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
         Case.CT2_INT8: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
         Case.HUGGINGFACE: lambda: HuggingFaceEngine(model_dir),
@@ -134,7 +142,7 @@ def run_engine_bench(
         (work / "lines.txt").write_text("".join(line + "\n" for line in sources), encoding="utf-8")
         reference_outputs: dict[int, list[str]] = {}
         for beam in beams:
-            for case in (Case.MT_FP32, Case.MT, Case.CT2_FLOAT32, Case.CT2_INT8, Case.HUGGINGFACE):
+            for case in Case:
                 log(f"{case.value}, beam {beam}")
                 row, out = _row(case, beam, run, checkpoint, exports, work)
                 reference_outputs.setdefault(beam, out)
@@ -156,6 +164,11 @@ def _exports(translator, work: Path, log: Callable[[str], None]) -> dict[Case, d
     made: dict[Case, dict[str, Any]] = {
         Case.MT: {"dir": None, "size": translator.checkpoint.stat().st_size, "export_seconds": 0.0},
         Case.MT_FP32: {"dir": None, "size": translator.checkpoint.stat().st_size, "export_seconds": 0.0},
+        Case.MT_ENSEMBLE2: {
+            "dir": None,
+            "size": 2 * translator.checkpoint.stat().st_size,
+            "export_seconds": 0.0,
+        },
     }
     for case, make in makers.items():
         start = time.perf_counter()

@@ -27,6 +27,7 @@ from mt_cli.data.prepare import (
     describe_corpora,
     describe_corpus,
     load_eval_splits,
+    load_more_directions,
     prepare_corpora,
     tokenizer_sample,
     training_corpus,
@@ -45,6 +46,7 @@ from mt_cli.text.tokenizer import (
     tokenizer_path,
     tokenizers_match,
 )
+from mt_cli.train.backtranslation import make_synthetic
 from mt_cli.train.progress import LogFile, summary_writer
 from mt_cli.train.trainer import Trainer
 from mt_cli.train.warm_start import Parent, adopt_tokenizers, find_parent, start_from
@@ -82,6 +84,7 @@ def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]
     _check_directory(run)
     parent = _parent(cfg, run, resume=bool(run.previous_training()))
     with _owned(run, "prepare", enabled=True):
+        make_synthetic(cfg, log)  # the pairs of backtranslation corpora, translated or reused
         sample = tokenizer_sample(cfg)
         src_tok, tgt_tok = _tokenizers(cfg, run, lambda: sample, Distributed(), log, parent)
         prepared = prepare_corpora(cfg, run.root, src_tok, tgt_tok, log)
@@ -193,13 +196,16 @@ def _prepared(
 def prepare_data(
     cfg: Config, run: RunDir, dist: Distributed, log: Callable[[str], None], parent: Parent | None = None
 ) -> TrainingData:
-    """The evaluation splits, the tokenizers (trained by rank 0 into the run directory, reused, or
-    adopted from a warm start's ``parent``) and the training pairs (prepared once, memory-mapped by
-    every rank): what the trainer reads."""
-    splits = load_eval_splits(cfg, log)
+    """The evaluation splits (of every direction of the run), the tokenizers (trained by rank 0
+    into the run directory, reused, or adopted from a warm start's ``parent``) and the training
+    pairs (prepared once, memory-mapped by every rank): what the trainer reads."""
+    if dist.is_main:
+        make_synthetic(cfg, log)  # the pairs of backtranslation corpora, translated or reused
+    dist.barrier()
+    splits, more = load_eval_splits(cfg, log), load_more_directions(cfg, log)
     src_tok, tgt_tok = _tokenizers(cfg, run, lambda: tokenizer_sample(cfg), dist, log, parent)
     prepared = _prepared(cfg, run, (src_tok, tgt_tok), dist, log)
-    return training_data(cfg, splits, src_tok, tgt_tok, prepared)
+    return training_data(cfg, splits, src_tok, tgt_tok, prepared, more)
 
 
 def _train_in(
@@ -223,6 +229,9 @@ def _train_in(
     report = trainer.validator.finish(progress)
     for name, scores in report["scores"].items():
         log(f"{report['split']} {name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f}")
+    for direction, found in list(report.get("directions", {}).items())[1:]:  # the first is above
+        for name, scores in found.items():
+            log(f"{report['split']} {direction} {name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f}")
     return report
 
 

@@ -292,6 +292,8 @@ class Trainer:
     def log_epoch(self, meter: Throughput) -> None:
         last = self.validator.last_result
         summary = f" | val loss {last.loss:.3f} bleu {last.bleu:.2f}" if last else ""
+        for name, scores in list(last.directions.items())[1:] if last else []:  # the first is above
+            summary += f" | {name} loss {scores['loss']:.3f} bleu {scores['bleu']:.2f}"
         self.log(
             f"epoch {self.progress.epoch} | update {self.progress.step} | {meter.describe()}"
             f" | {self.progress.elapsed / 60:.1f} min{summary}"

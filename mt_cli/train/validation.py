@@ -4,6 +4,11 @@ Validation loss is the plain negative log-likelihood per real target token (no l
 smoothing), so it reads as log-perplexity. Validation BLEU decodes greedily, the same way a
 user's ``mt translate --beam 1`` would. best.pt is chosen by it (or by the loss when
 ``train.val_bleu`` is off), and a checkpoint average replaces best.pt only if it scores better.
+
+A run whose corpora translate several directions (``data.corpora``) is validated and tested in
+each of them that has val and test text (``data.prepare.load_more_directions``), with that
+direction's target tag; the run's own direction (the first) alone chooses best.pt, and its
+scores keep the keys of a one-direction run, the others going under ``directions``.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -21,7 +26,7 @@ from mt_cli.checkpoint import average_checkpoints, load_checkpoint, save_checkpo
 from mt_cli.config import Config, ModelCard, config_to_dict
 from mt_cli.data.batch import source_ids, target_ids
 from mt_cli.data.dataset import EncodedPairs
-from mt_cli.data.prepare import TrainingData
+from mt_cli.data.prepare import EvalSet, TrainingData
 from mt_cli.data.sampler import TokenBatchSampler
 from mt_cli.decode.evaluate import evaluate
 from mt_cli.decode.translator import Translator
@@ -30,6 +35,7 @@ from mt_cli.layout import RunDir
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.runtime.device import amp_dtype, autocast
+from mt_cli.text.tags import translation_prefix
 from mt_cli.train.progress import Progress
 
 
@@ -40,10 +46,14 @@ class ValResult:
     chrf: float
     metric: float  # what best.pt is chosen by: higher is better
     seconds: float
+    # Of a run with several directions: each one's loss, bleu and chrf by name ("fr-en"), the first too.
+    directions: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ppl"] = math.exp(min(self.loss, 50.0))
+        if not self.directions:
+            del data["directions"]  # a one-direction run's record is what it always was
         return data
 
 
@@ -60,24 +70,35 @@ class Validator:
         self.cfg, self.run, self.data, self.device, self.dtype, self.log = cfg, run, data, device, dtype, log
         self.last_result: ValResult | None = None
         self.card = ModelCard.of(cfg)
-        # Every val pair counts, cut to the model's positions rather than dropped.
-        limit = cfg.model.max_positions
-        self.val_pairs = EncodedPairs(
-            [source_ids(pieces[: limit - 1]) for pieces in data.src_tok.encode(data.val_src)],
-            [target_ids(pieces[: limit - 2]) for pieces in data.tgt_tok.encode(data.val_ref)],
+        self.val_sets = [self._encoded(d) for d in data.evaluation]
+        self.val_pairs, self.val_batches = self.val_sets[0]  # the run's own direction's
+
+    def _encoded(self, direction: EvalSet) -> tuple[EncodedPairs, list[list[int]]]:
+        """A direction's val pairs as the model reads them (the sources after their target tag, as
+        the engine puts it) and their batches. Every val pair counts, cut to the model's positions
+        rather than dropped."""
+        limit, data = self.cfg.model.max_positions, self.data
+        prefix = translation_prefix(self.cfg.data, direction.tgt_lang)
+        pairs = EncodedPairs(
+            [
+                source_ids(p[: limit - 1])
+                for p in data.src_tok.encode([prefix + s for s in direction.val_src])
+            ],
+            [target_ids(p[: limit - 2]) for p in data.tgt_tok.encode(direction.val_ref)],
         )
-        sampler = TokenBatchSampler(*self.val_pairs.widths(), cfg.train.max_tokens, shuffle=False, seed=0)
-        self.val_batches = sampler.batches()
+        sampler = TokenBatchSampler(*pairs.widths(), self.cfg.train.max_tokens, shuffle=False, seed=0)
+        return pairs, sampler.batches()
 
     def translator(self, model: Transformer) -> Translator:
         return Translator(model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, self.dtype)
 
     @torch.no_grad()
-    def loss(self, model: Transformer) -> float:
-        """Unsmoothed NLL per real target token over the whole val split."""
+    def loss(self, model: Transformer, direction: int = 0) -> float:
+        """Unsmoothed NLL per real target token over the whole val split of a direction."""
         total, tokens = 0.0, 0
-        for indices in self.val_batches:
-            batch = self.val_pairs.collate(indices).to(self.device)
+        val_pairs, val_batches = self.val_sets[direction]
+        for indices in val_batches:
+            batch = val_pairs.collate(indices).to(self.device)
             with autocast(self.device, self.dtype):
                 logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
             total += token_loss(logits, batch.tgt_out).item()
@@ -89,21 +110,32 @@ class Validator:
         was_training = model.training
         model.eval()
         try:
-            loss = self.loss(model)
-            bleu = chrf = float("nan")
-            if self.cfg.train.val_bleu:
-                translator = self.translator(model)
-                scores = evaluate(
-                    lambda lines: translator.translate_lines(lines, beam_size=1),
-                    self.data.val_src,
-                    self.data.val_ref,
-                ).scores
-                bleu, chrf = scores.bleu, scores.chrf
+            found = [self._direction(model, index) for index in range(len(self.data.evaluation))]
         finally:
             model.train(was_training)
+        loss, bleu, chrf = found[0]
         metric = bleu if self.cfg.train.val_bleu else -loss
-        self.last_result = ValResult(loss, bleu, chrf, metric, time.perf_counter() - start)
+        names = [d.name for d in self.data.evaluation] if len(found) > 1 else []
+        keys = ("loss", "bleu", "chrf")
+        directions = {
+            name: {key: round(value, 6) for key, value in zip(keys, scores)}
+            for name, scores in zip(names, found)
+        }
+        self.last_result = ValResult(loss, bleu, chrf, metric, time.perf_counter() - start, directions)
         return self.last_result
+
+    def _direction(self, model: Transformer, index: int) -> tuple[float, float, float]:
+        """(loss, BLEU, chrF) of one direction's val split; BLEU and chrF NaN without val_bleu."""
+        loss = self.loss(model, index)
+        if not self.cfg.train.val_bleu:
+            return loss, float("nan"), float("nan")
+        translator, direction = self.translator(model), self.data.evaluation[index]
+        scores = evaluate(
+            lambda lines: translator.translate_lines(lines, beam_size=1, tgt_lang=direction.tgt_lang),
+            direction.val_src,
+            direction.val_ref,
+        ).scores
+        return loss, scores.bleu, scores.chrf
 
     def weights(self, model: nn.Module, step: int) -> dict[str, Any]:
         return {
@@ -123,7 +155,8 @@ class Validator:
             save_checkpoint(payload, self.run.best)
 
     def test_scores(self, model: Transformer) -> dict[str, Any]:
-        """best.pt on the test split, greedy and with the recipe's beam, decoded as `mt eval` does.
+        """best.pt on the test split of each direction ("de-en": its scores), greedy and with the
+        recipe's beam, decoded as `mt eval` does.
 
         ``model`` is loaded and cast for inference here: pass one that nothing else will train.
         """
@@ -134,15 +167,20 @@ class Validator:
         translator = Translator.for_inference(
             model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, inference_dtype
         )
-        scores = {}
-        for beam in sorted({1, self.cfg.decode.beam_size}):
-            result = evaluate(
-                lambda lines, b=beam: translator.translate_lines(lines, beam_size=b),
-                self.data.test_src,
-                self.data.test_ref,
-            )
-            scores["greedy" if beam == 1 else f"beam{beam}"] = result.as_dict()
-        return scores
+        found = {}
+        for direction in self.data.evaluation:
+            scores = {}
+            for beam in sorted({1, self.cfg.decode.beam_size}):
+                result = evaluate(
+                    lambda lines, b=beam, d=direction: translator.translate_lines(
+                        lines, beam_size=b, tgt_lang=d.tgt_lang
+                    ),
+                    direction.test_src,
+                    direction.test_ref,
+                )
+                scores["greedy" if beam == 1 else f"beam{beam}"] = result.as_dict()
+            found[direction.name] = scores
+        return found
 
     def finish(self, progress: Progress) -> dict[str, Any]:
         """Average (if configured), pick the final best.pt on val, score it on the test split."""
@@ -166,10 +204,11 @@ class Validator:
                 payload["averaged_from"] = [p.name for p in kept]
                 save_checkpoint(payload, self.run.best)
                 best_metric = result.metric
-        scores = self.test_scores(model) if tc.test_at_end else {}
+        directions = self.test_scores(model) if tc.test_at_end else {}
+        first = self.data.first.name
         report = {
             "split": self.cfg.data.test_split,
-            "scores": scores,
+            "scores": directions.get(first, {}),  # the run's own direction
             "val_metric": best_metric,
             "best_checkpoint": str(self.run.best),
             "updates": progress.step,
@@ -178,5 +217,7 @@ class Validator:
             "skipped_updates": progress.skipped_steps,
             "averaging_and_test_minutes": round((time.perf_counter() - start) / 60, 2),
         }
+        if len(self.data.evaluation) > 1:
+            report["directions"] = directions  # every direction's, the run's own first
         write_json(report, self.run.test_scores)
         return report

@@ -1,0 +1,156 @@
+"""Where the pairs of a ``source: backtranslation`` corpus are kept, and reading them back.
+
+Such a corpus is text on one side (``side``: its target for back-translation, Sennrich et al.
+2016; its source for forward translation, i.e. self-training) and another run's translation of it
+on the other. The translating is done above this layer (``train.backtranslation``: whoever can
+decode); this module only says where the result goes and reads it like a pair of text files.
+
+A synthetic corpus lives in ``CACHE/<key>/`` (CACHE: the entry's ``cache_dir``, or ``synthetic/``
+in the translating run's directory), where the key hashes everything the translations depend on:
+the checkpoint's bytes (SHA-256), the text files' bytes, ``train_limit`` and the decoding. Any
+run that asks for the same translations reuses it. The directory holds::
+
+    text.txt          the text as read, one line per line (the first train_limit lines)
+    translation.txt   line i: the run's translation of line i of text.txt
+    provenance.json   run, checkpoint and its SHA-256, direction, text files, decoding, seed,
+                      lines, seconds, when, mt version (the prepared corpus's manifest repeats it)
+
+It is built under a temporary name and renamed when whole, so one that exists is complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mt_cli.config import CorpusConfig
+from mt_cli.errors import CheckpointError, DataError
+from mt_cli.files import check_readable_file, file_sha256
+from mt_cli.layout import RunDir, run_and_checkpoint
+
+FORMAT = 1  # bump when the layout or the meaning of a key changes: older caches are then remade
+TEXT, TRANSLATION, PROVENANCE = "text.txt", "translation.txt", "provenance.json"
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """A ``source: backtranslation`` entry resolved: its run, checkpoint, text and cache folder."""
+
+    run: Path
+    checkpoint: Path
+    checkpoint_sha256: str
+    text: tuple[Path, ...]
+    text_sha256: tuple[str, ...]
+    languages: tuple[str, str]  # (the text's language, the language it is translated into)
+    decoding: dict[str, Any]
+    train_limit: int | None
+    side: str  # which side of the pairs the text is: target (back-translation) or source
+    key: str = ""
+    directory: Path = Path()  # CACHE/<key>: present when the translations are made
+
+    def key_inputs(self) -> dict[str, Any]:
+        """What the translations depend on (hashed into the folder name)."""
+        return {
+            "format": FORMAT,
+            "checkpoint_sha256": self.checkpoint_sha256,
+            "text_sha256": list(self.text_sha256),
+            "languages": list(self.languages),
+            "decoding": self.decoding,
+            "train_limit": self.train_limit,
+        }
+
+    def exists(self) -> bool:
+        return self.directory.is_dir()
+
+    def provenance(self) -> dict[str, Any]:
+        """provenance.json of the made translations (DataError if they are not made or damaged)."""
+        path = self.directory / PROVENANCE
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(
+                f"the synthetic pairs {self.directory} are not made yet (`mt prepare` makes them)"
+            ) from None
+        except (OSError, ValueError) as err:
+            raise DataError(f"{path} is unreadable ({err}); delete {self.directory} and run again") from None
+
+    def files(self) -> tuple[Path, Path]:
+        """(source file, target file) of the pairs: the translation is the source of back-translation."""
+        text, translation = self.directory / TEXT, self.directory / TRANSLATION
+        return (translation, text) if self.side == "target" else (text, translation)
+
+
+def decoding_of(entry: CorpusConfig) -> dict[str, Any]:
+    """The decoding options an entry asks for, with the defaults spelled out (beam None: the run's)."""
+    if not entry.sampling:
+        return {"beam_size": entry.beam_size, "sampling": None}
+    sampling = {
+        "top_k": entry.top_k,
+        "top_p": 1.0 if entry.top_p is None else entry.top_p,
+        "temperature": 1.0 if entry.temperature is None else entry.temperature,
+        "seed": 0 if entry.seed is None else entry.seed,
+    }
+    return {"beam_size": 1, "sampling": sampling}
+
+
+def text_languages(entry: CorpusConfig) -> tuple[str, str]:
+    """(language of the entry's text, language it is translated into)."""
+    pair = (entry.tgt_lang, entry.src_lang) if entry.side == "target" else (entry.src_lang, entry.tgt_lang)
+    if pair[0] is None or pair[1] is None:
+        raise ValueError("an entry of data.entries() has both languages")
+    return pair[0], pair[1]
+
+
+def resolve(entry: CorpusConfig) -> Synthetic:
+    """The run, checkpoint, text files and cache folder of a ``source: backtranslation`` entry:
+    CheckpointError if the run or its checkpoint is missing, DataError if a text file is."""
+    if entry.run is None:
+        raise ValueError("rules.check_data requires run for source=backtranslation")
+    root, name = run_and_checkpoint(entry.run)
+    run = RunDir(root)
+    if not run.root.is_dir():
+        raise CheckpointError(
+            f"run {root} does not exist; train the model that translates the text first "
+            f"(`mt train --run {root}`), or name another run"
+        )
+    checkpoint = run.find_checkpoint(name)
+    text = tuple(Path(path) for path in entry.text)
+    for path in text:
+        check_readable_file(path)
+    synthetic = Synthetic(
+        run=root,
+        checkpoint=checkpoint,
+        checkpoint_sha256=sha256(checkpoint),
+        text=text,
+        text_sha256=tuple(map(sha256, text)),
+        languages=text_languages(entry),
+        decoding=decoding_of(entry),
+        train_limit=entry.train_limit,
+        side=entry.side,
+    )
+    cache = Path(entry.cache_dir) if entry.cache_dir is not None else run.synthetic
+    inputs = json.dumps(synthetic.key_inputs(), sort_keys=True)
+    key = hashlib.sha256(inputs.encode("utf-8")).hexdigest()[:16]
+    return dataclasses.replace(synthetic, key=key, directory=cache / key)
+
+
+def fingerprint(entry: CorpusConfig) -> dict[str, Any]:
+    """What identifies the pairs (``corpus.train_fingerprint``): the key of the translations, and
+    which side the text is on. Where the cache is does not matter."""
+    return {"synthetic": resolve(entry).key, "side": entry.side, "train_limit": entry.train_limit}
+
+
+def sha256(path: Path) -> str:
+    """``file_sha256``, computed once per file version: a corpus is fingerprinted several times."""
+    stat = path.stat()
+    return _sha256_of(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    return file_sha256(Path(path))
