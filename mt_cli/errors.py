@@ -41,3 +41,9 @@ class RunFailure(MtError):
 
 class TrainingError(RunFailure):
     """Training cannot go on (e.g. the loss stayed non-finite)."""
+
+
+def require(ok: bool, message: str) -> None:
+    """A ``ConfigError`` with ``message`` unless ``ok``: how the rules of a recipe read."""
+    if not ok:
+        raise ConfigError(message)

@@ -4,7 +4,7 @@ A run reads one corpus or several (``DataConfig.entries()``); each is a ``Corpus
 the functions here take one, or a data section, meaning: its training pairs, all corpora one
 after another (``train_pairs``, ``train_fingerprint``), or its first corpus, which gives
 validation and test (``load_corpus``). Evaluation splits come back as a ``datasets.DatasetDict``
-with ``src`` and ``tgt`` text columns, one dataset per split (names in ``rules.SPLITS``).
+with ``src`` and ``tgt`` text columns, one dataset per split (names in ``data_rules.SPLITS``).
 ``datasets`` is imported inside the functions that need it, so reading a text file does not pay for it.
 """
 
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from mt_cli.config import CorpusConfig, DataConfig
 from mt_cli.data import synthetic
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
+from mt_cli.data_rules import SPLITS
 from mt_cli.errors import DataError
 from mt_cli.files import open_bytes
 from mt_cli.resources import SHIPPED_MULTI30K
-from mt_cli.rules import SPLITS
 
 if TYPE_CHECKING:
     import datasets

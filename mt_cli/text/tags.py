@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mt_cli.data_rules import target_tag
 from mt_cli.errors import DataError
-from mt_cli.rules import target_tag
 from mt_cli.specials import UNK_ID
 
 if TYPE_CHECKING:

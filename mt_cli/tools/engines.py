@@ -6,9 +6,11 @@ greedy and with the recipe's beam. Every row runs in a child process of its own 
 mt_cli.tools.engines``) under ``/usr/bin/time -v``, whose peak RSS is that engine's alone. (Not
 ``os.wait4`` on a direct child: Python starts children with vfork, and Linux then counts the
 parent's pages in the child's peak.) The child loads the engine, translates 32 lines to warm up,
-then times one pass over all lines with ``threads`` threads. The parent scores each output
-(sacreBLEU) and counts the lines identical to mt fp32's output with the same beam. The exports
-are made first, into a temporary directory, and timed.
+then times two passes over all lines with ``threads`` threads: the first ("cold") meets batch
+shapes for the first time (oneDNN builds a kernel per shape for mt's bf16 products), the second
+is the steady speed a server or a long job sees, and the one the table ranks by. The parent
+scores each output (sacreBLEU) and counts the lines identical to mt fp32's output with the same
+beam. The exports are made first, into a temporary directory, and timed.
 """
 
 from __future__ import annotations
@@ -117,11 +119,13 @@ def child(job: dict[str, Any]) -> None:
     load_seconds = time.perf_counter() - start
     lines = Path(job["lines"]).read_text(encoding="utf-8").splitlines()
     engine.translate_lines(lines[:WARM_UP_LINES], beam_size=job["beam"])
-    start = time.perf_counter()
-    out = engine.translate_lines(lines, beam_size=job["beam"])
-    seconds = time.perf_counter() - start
+    passes = []
+    for _ in range(2):  # cold: shapes not met before; steady: what a server or a long job sees
+        start = time.perf_counter()
+        out = engine.translate_lines(lines, beam_size=job["beam"])
+        passes.append(time.perf_counter() - start)
     Path(job["out"]).write_text("".join(line + "\n" for line in out), encoding="utf-8")
-    print(json.dumps({"seconds": seconds, "load_seconds": load_seconds}))
+    print(json.dumps({"cold_seconds": passes[0], "seconds": passes[1], "load_seconds": load_seconds}))
 
 
 def run_engine_bench(
@@ -211,6 +215,7 @@ def _row(
         "engine": case.value,
         "beam": beam,
         "sentences_per_second": round(len(out) / timing["seconds"], 2),
+        "cold_sentences_per_second": round(len(out) / timing["cold_seconds"], 2),
         "load_seconds": round(timing["load_seconds"], 2),
         "peak_rss_mib": round(peak_kib / 1024, 1),
         "size_mib": round(exports[case]["size"] / 2**20, 1),
@@ -221,12 +226,13 @@ def _row(
 def format_engine_report(report: dict[str, Any]) -> list[str]:
     lines = [
         f"{report['run']}: test2016, {report['sentences']} sentences, {report['threads']} threads",
-        f"{'engine':<22}{'beam':>5}{'sent/s':>9}{'BLEU':>8}{'= mt fp32':>11}{'size MiB':>10}"
+        f"{'engine':<22}{'beam':>5}{'sent/s':>9}{'cold':>9}{'BLEU':>8}{'= mt fp32':>11}{'size MiB':>10}"
         f"{'peak RSS MiB':>14}",
     ]
     for row in report["rows"]:
         lines.append(
-            f"{row['engine']:<22}{row['beam']:>5}{row['sentences_per_second']:>9.1f}{row['bleu']:>8.2f}"
+            f"{row['engine']:<22}{row['beam']:>5}{row['sentences_per_second']:>9.1f}"
+            f"{row['cold_sentences_per_second']:>9.1f}{row['bleu']:>8.2f}"
             f"{row['same_as_mt_fp32']:>10.1%}{row['size_mib']:>10.1f}{row['peak_rss_mib']:>14.0f}"
         )
     return lines

@@ -1,0 +1,185 @@
+"""The rules of the data section and its corpora that types alone cannot express (see ``rules``):
+sources and their keys, languages, weights, tags, and the keys of translated corpora.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import TYPE_CHECKING
+
+from mt_cli.errors import require
+
+if TYPE_CHECKING:
+    from mt_cli.config import CorpusConfig, DataConfig
+
+SPLITS = ("train", "val", "test", "test2016", "test2017", "mscoco2017", "test2018")
+MULTI30K_LANGUAGES = ("de", "en", "fr", "cs")  # task 1 as mt ships it: line i is one sentence in all four
+# The keys of a data.corpora entry that only source=backtranslation reads, and those it never reads.
+TRANSLATION_KEYS = tuple("run text side beam_size sampling top_k top_p temperature seed cache_dir".split())
+_SOURCE_KEYS = ("files", "tables", "columns", "hub", "hub_config", "hub_splits")
+SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")  # the tokenizers' own; a tag cannot be one of them
+_TAG = re.compile(r"<[^<>\s]+>")
+_LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)*")
+
+
+def check_data(d: DataConfig) -> None:
+    require(d.src_lang != d.tgt_lang, f"data.src_lang and data.tgt_lang are both {d.src_lang!r}")
+    require(d.max_len >= 2, f"data.max_len={d.max_len} must be at least 2")
+    require(d.train_limit is None or d.train_limit > 0, f"data.train_limit={d.train_limit} must be positive")
+    require(
+        d.max_length_ratio is None or d.max_length_ratio >= 1,
+        f"data.max_length_ratio={d.max_length_ratio} must be at least 1 (or null: no ratio filter)",
+    )
+    require(d.workers >= 0, f"data.workers={d.workers} must be 0 (the training process) or more")
+    splits = ", ".join(SPLITS)
+    require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
+    entries = d.entries()
+    target_tags = {target_tag(lang) for lang in d.languages()[1]}
+    for index, entry in enumerate(entries):
+        _check_corpus(entry, f"data.corpora[{index}]." if d.corpora else "data.", target_tags)
+    for index, entry in enumerate(d.corpora):  # as written: entries() fills in dir
+        _check_translated(entry, f"data.corpora[{index}].", first=index == 0)
+    if d.corpora:
+        _check_single_source_unset(d)
+        first = entries[0]
+        require(
+            (first.src_lang, first.tgt_lang) == (d.src_lang, d.tgt_lang),
+            f"data.corpora[0] translates {first.src_lang}->{first.tgt_lang} but data.src_lang and "
+            f"data.tgt_lang say {d.src_lang}->{d.tgt_lang}: the first corpus is the run's direction (its "
+            "validation picks best.pt); reorder data.corpora or change data.src_lang/tgt_lang",
+        )
+
+
+def target_tag(lang: str) -> str:
+    """The tag that tells a multilingual model which language to write (Johnson et al. 2017)."""
+    return f"<2{lang}>"
+
+
+def _check_single_source_unset(d: DataConfig) -> None:
+    """With ``data.corpora`` the single-source keys would describe a second, ignored corpus."""
+    given = {
+        "source": d.source != "multi30k",
+        "files": bool(d.files),
+        "tables": bool(d.tables),
+        "columns": bool(d.columns),
+        "hub": d.hub is not None,
+        "hub_config": d.hub_config is not None,
+        "hub_splits": bool(d.hub_splits),
+    }
+    extra = next((key for key, set_ in given.items() if set_), None)
+    require(
+        extra is None,
+        f"data.{extra} describes a single corpus but data.corpora is set: move it into its corpus entry",
+    )
+
+
+def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
+    """One corpus (an entry of ``data.corpora``, or the data section itself, ``p`` its key prefix)."""
+    splits = ", ".join(SPLITS)
+    require(
+        c.source is not None,
+        f"{p.rstrip('.')} has no source: set {p}source to one of multi30k, files, table, hub"
+        + (", backtranslation" if p != "data." else ""),
+    )
+    for side in ("src_lang", "tgt_lang"):
+        _check_language(f"{p}{side}", getattr(c, side), c.source)
+    require(c.src_lang != c.tgt_lang, f"{p}src_lang and {p}tgt_lang are both {c.src_lang!r}")
+    require(c.train_limit is None or c.train_limit > 0, f"{p}train_limit={c.train_limit} must be positive")
+    require(
+        math.isfinite(c.weight) and c.weight > 0,
+        f"{p}weight={c.weight} must be positive: each pair is drawn that many times per epoch",
+    )
+    if c.tag is not None:
+        require(
+            _TAG.fullmatch(c.tag) is not None and c.tag not in SPECIAL_PIECES,
+            f"{p}tag={c.tag!r} must look like <bt>: one word in angle brackets, not one of "
+            f"{', '.join(SPECIAL_PIECES)}",
+        )
+        require(
+            c.tag not in target_tags, f"{p}tag={c.tag!r} is the run's target-language tag; choose another"
+        )
+    for split, pair in c.files.items():
+        require(split in SPLITS, f"{p}files.{split} is not a split; choose from {splits}")
+        require(len(pair) == 2, f"{p}files.{split} must be [source_file, target_file]")
+    if c.source == "files":
+        require("train" in c.files, f"{p}source=files needs {p}files.train: [source_file, target_file]")
+    for split in c.tables:
+        require(split in SPLITS, f"{p}tables.{split} is not a split; choose from {splits}")
+    for split in c.hub_splits:
+        require(split in SPLITS, f"{p}hub_splits.{split} is not a split; choose from {splits}")
+    if c.source in ("table", "hub"):
+        require(len(c.columns) == 2, f"{p}source={c.source} needs {p}columns: [source_column, target_column]")
+    if c.source == "table":
+        require("train" in c.tables, f"{p}source=table needs {p}tables.train: [file, ...]")
+    if c.source == "hub":
+        require(c.hub is not None, f"{p}source=hub needs {p}hub: the dataset's name (e.g. wmt14)")
+
+
+def _check_translated(c: CorpusConfig, p: str, first: bool) -> None:
+    """The keys of ``source: backtranslation`` (text translated by another run), on that source
+    only, and the keys of other sources never on it."""
+    given = [f.name for f in dataclasses.fields(c) if getattr(c, f.name) != _default(f)]
+    if c.source != "backtranslation":
+        extra = next((key for key in given if key in TRANSLATION_KEYS), None)
+        require(
+            extra is None,
+            f"{p}{extra} is a key of source=backtranslation; remove it or set {p}source: backtranslation",
+        )
+        return
+    require(
+        not first,
+        f"{p}source=backtranslation cannot come first: the first corpus gives the run's validation; "
+        "put a corpus of real pairs first",
+    )
+    extra = next((key for key in given if key in ("dir", *_SOURCE_KEYS)), None)
+    require(extra is None, f"{p}{extra} has no meaning for source=backtranslation; remove it")
+    require(
+        c.run is not None and bool(c.run.strip()),
+        f"{p}source=backtranslation needs {p}run: the run whose model translates the text (RUN or "
+        "RUN:CHECKPOINT)",
+    )
+    require(
+        bool(c.text) and all(path.strip() for path in c.text),
+        f"{p}source=backtranslation needs {p}text: [file, ...], one sentence per line",
+    )
+    require(c.beam_size is None or c.beam_size >= 1, f"{p}beam_size={c.beam_size} must be at least 1")
+    require(c.cache_dir is None or bool(c.cache_dir.strip()), f"{p}cache_dir is empty; give a directory")
+    if not c.sampling:
+        extra = next((key for key in ("top_k", "top_p", "temperature", "seed") if key in given), None)
+        require(extra is None, f"{p}{extra} is a sampling option: set {p}sampling: true, or remove it")
+        return
+    require(
+        c.beam_size in (None, 1),
+        f"{p}sampling draws one translation per line and cannot search with {p}beam_size={c.beam_size}; "
+        "remove beam_size",
+    )
+    require(
+        c.top_k is None or c.top_k >= 1, f"{p}top_k={c.top_k} must be at least 1 (null keeps every token)"
+    )
+    require(
+        c.top_p is None or 0.0 < c.top_p <= 1.0, f"{p}top_p={c.top_p} must be in (0, 1] (1 keeps every token)"
+    )
+    require(
+        c.temperature is None or 0.0 <= c.temperature < math.inf,
+        f"{p}temperature={c.temperature} must be a number >= 0 (0 means greedy)",
+    )
+
+
+def _default(f: dataclasses.Field) -> object:
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def _check_language(key: str, lang: str | None, source: str | None) -> None:
+    if source == "multi30k":
+        require(
+            lang in MULTI30K_LANGUAGES,
+            f"{key}={lang!r} is not a Multi30k language; choose from {', '.join(MULTI30K_LANGUAGES)}",
+        )
+    # It names files (spm.LANG.model) and tags (<2LANG>): a language code, nothing else.
+    require(
+        lang is not None and _LANGUAGE.fullmatch(lang) is not None,
+        f"{key}={lang!r} is not a language code (ISO 639: two or three lowercase letters, "
+        "optionally a script or region, e.g. de, fra, zh_Hans)",
+    )
