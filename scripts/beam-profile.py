@@ -2,13 +2,15 @@
 #   python scripts/beam-profile.py RUN_DIR [BEAM] [LINES]
 """Where mt's beam search spends its time: torch.profiler's table of one decode of the first
 LINES (default 200) test2016 sources with beam BEAM (default 5), in mt's default precision,
-after a warm-up decode of the same lines. Prints the wall time and the top operators by self
-CPU time; the share of the time in matrix products against everything else is the point.
+after a warm-up decode of the same lines. Prints the wall time (every thread) and the top
+operators by self CPU time of one more decode on one thread; the share of the time in matrix
+products against everything else is the point.
 """
 
 import sys
 import time
 
+import torch
 from torch.profiler import ProfilerActivity, profile
 
 from mt_cli.decode.results import TranslateOptions
@@ -28,6 +30,8 @@ translator.translate(lines, options)
 seconds = time.perf_counter() - start
 rate = count / seconds
 print(f"{count} lines, beam {beam}, precision {translator.dtype}: {seconds:.2f} s, {rate:.1f} lines/s")
+# One thread: the table then reads as the work of one core.
+torch.set_num_threads(1)
 with profile(activities=[ProfilerActivity.CPU]) as prof:
     translator.translate(lines, options)
 print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))

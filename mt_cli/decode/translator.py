@@ -31,7 +31,6 @@ from mt_cli.decode.engine import (
     target_pieces,
 )
 from mt_cli.decode.ensemble import Ensemble
-from mt_cli.decode.parallel import side_by_side
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.decode.scoring import force_decode
@@ -176,14 +175,10 @@ class Translator(CardEngine):
         options = self.resolve(options)
         sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
         found: list[list[search.Hypothesis]] = [[search.Hypothesis([], 0.0)] for _ in sources]
-        groups = self.batches(sources, options.beam_size)
-
-        def search_group(group: list[int]) -> list[list[search.Hypothesis]]:
+        for group in self.batches(sources, options.beam_size):
             src, src_mask = self._padded([sources[i] for i in group])
             with autocast(self.device, self.dtype):
-                return self._search(src, src_mask, options, [lines[i] for i in group])
-
-        for group, hyps in zip(groups, side_by_side(search_group, groups, self.device)):
+                hyps = self._search(src, src_mask, options, [lines[i] for i in group])
             for index, line_hyps in zip(group, hyps):
                 found[index] = line_hyps
         alignments = (

@@ -7,8 +7,8 @@ mt_cli.tools.engines``) under ``/usr/bin/time -v``, whose peak RSS is that engin
 ``os.wait4`` on a direct child: Python starts children with vfork, and Linux then counts the
 parent's pages in the child's peak.) The child loads the engine, translates 32 lines to warm up,
 then times two passes over all lines with ``threads`` threads: the first ("cold") meets batch
-shapes for the first time (oneDNN builds a kernel per shape for mt's bf16 products), the second
-is the steady speed a server or a long job sees, and the one the table ranks by. The parent
+shapes for the first time (kernels chosen and caches filled per shape), the second is the
+steady speed a server or a long job sees, and the one the table ranks by. The parent
 scores each output (sacreBLEU) and counts the lines identical to mt fp32's output with the same
 beam. The exports are made first, into a temporary directory, and timed.
 """
