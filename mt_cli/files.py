@@ -128,6 +128,11 @@ def file_sha256(path: Path) -> str:
     return sha.hexdigest()
 
 
+def json_digest(data: Any) -> str:
+    """16 hex digits of the SHA-256 of ``data`` as canonical JSON (sorted keys): a cache key."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
 def write_json(data: Any, path: Path) -> None:
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     atomic_write_bytes(path, lambda handle: handle.write(text.encode("utf-8")))

@@ -18,7 +18,6 @@ pages stay in the operating system's cache, shared by every rank, never in a pro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -31,7 +30,7 @@ import numpy as np
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.filters import Filtered, PairFilter, SeenPairs, encodable
 from mt_cli.errors import CheckpointError, DataError
-from mt_cli.files import temporary_directory_next_to, write_json, writing
+from mt_cli.files import json_digest, temporary_directory_next_to, write_json, writing
 from mt_cli.text.tokenizer import Tokenizer
 
 FORMAT = 2  # bump when the layout changes: older prepared corpora are then rebuilt
@@ -45,8 +44,7 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 def prepared_key(recipe: dict[str, Any]) -> str:
     """The directory name for a recipe: any change to the corpus, filters or tokenizers changes it."""
-    text = json.dumps({"format": FORMAT, **recipe}, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return json_digest({"format": FORMAT, **recipe})
 
 
 @dataclass(frozen=True)

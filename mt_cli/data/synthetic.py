@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 
 from mt_cli.config import CorpusConfig
 from mt_cli.errors import CheckpointError, DataError
-from mt_cli.files import check_readable_file, file_sha256
+from mt_cli.files import check_readable_file, file_sha256, json_digest
 from mt_cli.layout import RunDir, run_and_checkpoint
 
 FORMAT = 1  # bump when the layout or the meaning of a key changes: older caches are then remade
@@ -134,8 +133,7 @@ def resolve(entry: CorpusConfig) -> Synthetic:
         side=entry.side,
     )
     cache = Path(entry.cache_dir) if entry.cache_dir is not None else run.synthetic
-    inputs = json.dumps(synthetic.key_inputs(), sort_keys=True)
-    key = hashlib.sha256(inputs.encode("utf-8")).hexdigest()[:16]
+    key = json_digest(synthetic.key_inputs())
     return dataclasses.replace(synthetic, key=key, directory=cache / key)
 
 

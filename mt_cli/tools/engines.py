@@ -165,14 +165,11 @@ def _exports(translator, work: Path, log: Callable[[str], None]) -> dict[Case, d
         Case.CT2_INT8: lambda out: export_ctranslate2(translator, out, Quantization.INT8),
         Case.HUGGINGFACE: lambda out: export_huggingface(translator, out),
     }
+    checkpoint_size = translator.checkpoint.stat().st_size
+    members = {Case.MT: 1, Case.MT_FP32: 1, Case.MT_ENSEMBLE2: 2}  # mt's rows read the checkpoint itself
     made: dict[Case, dict[str, Any]] = {
-        Case.MT: {"dir": None, "size": translator.checkpoint.stat().st_size, "export_seconds": 0.0},
-        Case.MT_FP32: {"dir": None, "size": translator.checkpoint.stat().st_size, "export_seconds": 0.0},
-        Case.MT_ENSEMBLE2: {
-            "dir": None,
-            "size": 2 * translator.checkpoint.stat().st_size,
-            "export_seconds": 0.0,
-        },
+        case: {"dir": None, "size": count * checkpoint_size, "export_seconds": 0.0}
+        for case, count in members.items()
     }
     for case, make in makers.items():
         start = time.perf_counter()

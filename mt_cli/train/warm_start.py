@@ -108,13 +108,23 @@ def _differences(section: str, ours: Any, theirs: Any, free: Collection[str]) ->
     ]
 
 
-def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> None:
-    differ = _differences("model", ours, theirs, _REGULARISATION)
+def _require_same(section: str, ours: Any, theirs: Any, free: Collection[str], why: str, advice: str) -> None:
+    """CheckpointError listing the fields of ``section`` where the new run and its parent differ."""
+    differ = _differences(section, ours, theirs, free)
     if differ:
-        raise CheckpointError(
-            f"train.init_from: the new run takes {root}'s weights, so its model section must match: "
-            f"{', '.join(differ)}; set them as the parent's (only the dropout rates may differ)"
-        )
+        raise CheckpointError(f"train.init_from: {why}: {', '.join(differ)}; {advice}")
+
+
+def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> None:
+    why = f"the new run takes {root}'s weights, so its model section must match"
+    _require_same(
+        "model",
+        ours,
+        theirs,
+        _REGULARISATION,
+        why,
+        "set them as the parent's (only the dropout rates may differ)",
+    )
 
 
 def _check_tokenizer_settings(ours: TokenizerConfig, payload: dict[str, Any], path: Path) -> None:
@@ -129,12 +139,8 @@ def _check_tokenizer_settings(ours: TokenizerConfig, payload: dict[str, Any], pa
         raise CheckpointError(
             f"train.init_from: {path} has tokenizer settings this version cannot read: {err}"
         ) from None
-    differ = _differences("tokenizer", ours, theirs, _TOKENIZER_TRAINING)
-    if differ:
-        raise CheckpointError(
-            f"train.init_from: the new run adopts the tokenizers of {path}, never retrains them: "
-            f"{', '.join(differ)}; set them as the parent's"
-        )
+    why = f"the new run adopts the tokenizers of {path}, never retrains them"
+    _require_same("tokenizer", ours, theirs, _TOKENIZER_TRAINING, why, "set them as the parent's")
 
 
 def _check_kept_state(cfg: Config, payload: dict[str, Any], path: Path) -> None:
