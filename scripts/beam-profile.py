@@ -15,7 +15,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 run = sys.argv[1]

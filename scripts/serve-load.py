@@ -35,7 +35,7 @@ from pathlib import Path
 
 import httpx
 
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 TEST2016 = SHIPPED_MULTI30K / "test_2016_flickr.de.gz"

@@ -14,7 +14,7 @@ import argparse
 import random
 from pathlib import Path
 
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mt_cli.config import Config, TokenizerConfig
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.text.tokenizer import Tokenizer, train_tokenizer
 

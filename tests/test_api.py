@@ -13,7 +13,7 @@ import pytest
 
 import mt_cli
 from mt_cli.errors import InputError
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"

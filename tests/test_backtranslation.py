@@ -25,8 +25,9 @@ from mt_cli.data.corpus import train_pairs
 from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import ConfigError, DataError, InputError
-from mt_cli.files import file_sha256, read_lines
+from mt_cli.files import file_sha256
 from mt_cli.layout import RunDir
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.train import backtranslation
 from mt_cli.train.run import prepare, train

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from mt_cli import __version__
 from mt_cli.cli import app
 from mt_cli.config import load_config
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import recipe_names
 
 COMMANDS = ["prepare", "train", "config", "translate", "eval", "average", "bench", "plot"]

@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from mt_cli.data.prepared import PreparedCorpus
-from mt_cli.files import read_lines
 from mt_cli.layout import RunDir
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.runlock import read_holder
 

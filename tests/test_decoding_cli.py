@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 runner = CliRunner()

@@ -27,7 +27,7 @@ from mt_cli.decode.members import ensemble_of
 from mt_cli.decode.results import TranslateOptions, target_language
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.serve.app import languages_of
 from mt_cli.specials import EOS_ID

@@ -18,7 +18,7 @@ from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
 from mt_cli.export.argos import export_argos, package_file
 from mt_cli.export.ctranslate2 import Quantization
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 pytest.importorskip("ctranslate2")

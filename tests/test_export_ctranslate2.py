@@ -17,9 +17,9 @@ from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
 from mt_cli.export.ctranslate2 import POSITIONS, Quantization, export_ctranslate2
 from mt_cli.export.runs import ctranslate2_model_dir
-from mt_cli.files import read_lines
 from mt_cli.layout import ExportFiles
 from mt_cli.model.transformer import build_model
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 ctranslate2 = pytest.importorskip("ctranslate2")

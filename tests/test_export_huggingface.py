@@ -23,9 +23,9 @@ from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.huggingface import export_huggingface, marian_model, residual_permutation
-from mt_cli.files import read_lines
 from mt_cli.model.layers import PositionalEncoding
 from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 

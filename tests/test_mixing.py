@@ -20,7 +20,7 @@ from mt_cli.data.epochs import DropoutBatches, EpochLoader, epoch_plan
 from mt_cli.data.mixing import MixedBatches, MixedCorpus
 from mt_cli.data.prepare import load_more_directions, prepare_corpora, training_corpus, training_data
 from mt_cli.errors import DataError
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 

@@ -22,7 +22,7 @@ from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.prepare import prepare_corpus, prepared_directory, prepared_recipe
 from mt_cli.data.prepared import MANIFEST, PreparedCorpus, write_prepared
 from mt_cli.errors import CheckpointError, DataError, RunFailure
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 
 
 def tiny(*overrides: str) -> Config:

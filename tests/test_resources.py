@@ -8,7 +8,7 @@ import pytest
 
 from mt_cli.config import load_config
 from mt_cli.errors import ConfigError
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import RECIPES, SHIPPED_MULTI30K, recipe_names, resolve_recipe
 
 

@@ -30,7 +30,7 @@ import httpx
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 READY = re.compile(r"^mt serve: .* at (http://\S+)")

@@ -1,5 +1,6 @@
 """`mt serve`'s page in a real browser: headless Chromium, driven by selenium, types German and
-reads the English the page fetched from POST /translate, and its three alternatives under it.
+reads the English the page fetched from POST /translate, and its three alternatives under it; with
+a many-to-English model it chooses French from the page's list of directions and translates it.
 Needs chromium and chromium-driver (Debian packages); without them the test is skipped and says so."""
 
 from __future__ import annotations
@@ -7,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from test_directions import run, sentences  # noqa: F401 (fixtures: the tiny many-to-English model)
 from test_serve import ServeProcess, start_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -32,6 +35,13 @@ def browser() -> Iterator[object]:
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     yield driver
     driver.quit()
+
+
+def page_state(driver: object) -> str:
+    """The page's ``data-state``: translating, done or error."""
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.TAG_NAME, "body").get_attribute("data-state")
 
 
 @pytest.fixture
@@ -59,9 +69,10 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     wait = WebDriverWait(browser, 30)
     wait.until(lambda driver: driver.find_element(By.ID, "source-label").text == "German")
     assert browser.find_element(By.ID, "target-label").text == "English"
+    assert not browser.find_element(By.ID, "direction-box").is_displayed()  # one direction: no lists
     browser.find_element(By.ID, "source-text").send_keys(SENTENCE)
     browser.find_element(By.ID, "translate").click()
-    wait.until(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "done")
+    wait.until(lambda driver: page_state(driver) == "done")
     assert browser.find_element(By.ID, "translation").text == hyps[0]
     shown = browser.find_elements(By.CSS_SELECTOR, "#alternatives li")
     assert [item.text for item in shown] == hyps[1:]
@@ -72,6 +83,40 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     box = browser.find_element(By.ID, "source-text")
     browser.execute_script("arguments[0].value = 'x'.repeat(5000)", box)  # typing 5000 keys takes long
     box.send_keys("x", Keys.CONTROL, Keys.ENTER)
-    wait.until(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "error")
+    wait.until(lambda driver: page_state(driver) == "error")
     assert "5000" in browser.find_element(By.ID, "error").text
     assert not browser.find_element(By.ID, "alternatives-box").is_displayed()  # none for a failure
+
+
+def test_the_page_of_a_many_to_english_model_chooses_the_source(run, sentences, browser) -> None:  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    server = start_server(run)
+    try:
+        # What the API answers for fr -> en with the page's 3 alternatives (test_directions checks
+        # the API against mt's own decoding).
+        request = {"q": sentences["fr"], "source": "fr", "target": "en", "alternatives": 3}
+        expected = httpx.post(f"{server.url}/translate", json=request).json()
+        browser.get(f"{server.url}/")
+        wait = WebDriverWait(browser, 30)
+        wait.until(lambda driver: driver.find_element(By.ID, "direction-box").is_displayed())
+        source, target = (
+            Select(browser.find_element(By.ID, "source-lang")),
+            Select(browser.find_element(By.ID, "target-lang")),
+        )
+        assert [option.text for option in source.options] == ["German", "French", "Czech"]
+        assert [option.text for option in target.options] == ["English"]
+        assert browser.find_element(By.ID, "source-label").text == "German"
+        source.select_by_value("fr")
+        assert browser.find_element(By.ID, "source-label").text == "French"
+        assert browser.find_element(By.ID, "status").text.startswith("French → English")
+        browser.find_element(By.ID, "source-text").send_keys(sentences["fr"])
+        browser.find_element(By.ID, "translate").click()
+        wait.until(lambda driver: page_state(driver) == "done")
+        assert browser.find_element(By.ID, "translation").text == expected["translatedText"]
+        shown = browser.find_elements(By.CSS_SELECTOR, "#alternatives li")
+        assert [item.text for item in shown] == expected["alternatives"]
+        assert browser.find_element(By.ID, "error").text == ""
+    finally:
+        assert server.stop() == 0

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from test_serve import ServeProcess, sentences_of_one_length, start_server
 
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 KEY = "k-real"

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.files import read_lines
+from mt_cli.reading import read_lines
 from mt_cli.resources import SHIPPED_MULTI30K
 
 # "17.08 (17.09 ± 1.79)" and "(p = 0.0010)*": a score with its bootstrap mean and 95% CI, a p-value.

@@ -157,7 +157,7 @@ def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
 def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: Path) -> None:
     import sacrebleu
 
-    from mt_cli.files import read_lines
+    from mt_cli.reading import read_lines
 
     hyps_path = tmp_path / "hyps.en"
     result = invoke(

@@ -22,7 +22,7 @@ from mt_cli.data import synthetic
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
 from mt_cli.data_rules import SPLITS
 from mt_cli.errors import DataError
-from mt_cli.files import open_bytes
+from mt_cli.reading import open_bytes
 from mt_cli.resources import SHIPPED_MULTI30K
 
 if TYPE_CHECKING:

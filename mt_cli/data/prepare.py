@@ -23,8 +23,9 @@ from mt_cli.data.formats import Pair
 from mt_cli.data.mixing import MixedCorpus
 from mt_cli.data.prepared import PreparedCorpus, prepared_key, write_prepared
 from mt_cli.errors import DataError
-from mt_cli.files import batched, file_sha256
+from mt_cli.files import file_sha256
 from mt_cli.layout import RunDir
+from mt_cli.reading import batched
 from mt_cli.text.tags import check_tags, corpus_prefix, source_tags
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 

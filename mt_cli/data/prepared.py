@@ -143,7 +143,7 @@ def write_prepared(
     """
     dropped, read, seen = Filtered(), 0, SeenPairs()
     # A failed write (disk full, read-only) is a RunFailure naming the corpus; reading the pairs
-    # raises DataError, never OSError (files.open_bytes), so it is not mistaken for one.
+    # raises DataError, never OSError (reading.open_bytes), so it is not mistaken for one.
     with writing(directory):
         directory.parent.mkdir(parents=True, exist_ok=True)
         with temporary_directory_next_to(directory) as staging:

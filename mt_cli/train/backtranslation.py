@@ -32,14 +32,8 @@ from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import CheckpointError, ConfigError, DataError, InputError, MtError
-from mt_cli.files import (
-    batched,
-    check_output_path,
-    count_lines,
-    stream_file_lines,
-    temporary_directory_next_to,
-    write_json,
-)
+from mt_cli.files import check_output_path, temporary_directory_next_to, write_json
+from mt_cli.reading import batched, count_lines, stream_file_lines
 
 CHUNK = 10_000  # lines per translate call: sorted by length inside it, so its batches are full
 
