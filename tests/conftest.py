@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -147,3 +147,61 @@ def fp32(trained_run: Path) -> Translator:
     from mt_cli.decode.translator import Translator
 
     return Translator.from_run(trained_run, device="cpu", amp="off")
+
+
+MANY_TO_ENGLISH_SOURCES = ("de", "fr", "cs")
+MANY_TO_ENGLISH_SLICES = {"train": ("train", 600), "val": ("val", 30), "test2016": ("test_2016_flickr", 30)}
+MANY_TO_ENGLISH_LINE = 3  # the test sentence: line 4 of test2016 in each language (the same image)
+
+
+def many_to_english_corpora(root: Path) -> list[dict[str, Any]]:
+    """A files corpus per source language into English: slices of the shipped Multi30k."""
+    for split, (stem, count) in MANY_TO_ENGLISH_SLICES.items():
+        for lang in (*MANY_TO_ENGLISH_SOURCES, "en"):
+            lines = read_lines(SHIPPED_MULTI30K / f"{stem}.{lang}.gz")[:count]
+            (root / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [
+        {
+            "source": "files",
+            "src_lang": lang,
+            "files": {
+                split: [str(root / f"{split}.{lang}"), str(root / f"{split}.en")]
+                for split in MANY_TO_ENGLISH_SLICES
+            },
+        }
+        for lang in MANY_TO_ENGLISH_SOURCES
+    ]
+
+
+@pytest.fixture(scope="session")
+def many_to_english(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny de, fr, cs -> en model with target tags (test_directions, the page, the exports)."""
+    import json
+
+    from mt_cli.config import load_config
+    from mt_cli.train.run import train
+
+    root = tmp_path_factory.mktemp("many-to-en")
+    overrides = [
+        f"data.corpora={json.dumps(many_to_english_corpora(root))}",
+        "data.target_tags=true",
+        "train.max_tokens=1024",
+        "train.amp=off",
+        "train.max_steps=30",
+        "train.validate_every_steps=30",
+        "train.average_last=0",
+        "train.log_every_steps=10",
+    ]
+    run_dir = root / "run"
+    train(load_config(CONFIGS / "tiny.yaml", overrides), run_dir, resume=False, log=quiet)
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def many_to_english_sentences() -> dict[str, str]:
+    """One test2016 sentence in each source language, of the same image."""
+    line = MANY_TO_ENGLISH_LINE
+    return {
+        lang: read_lines(SHIPPED_MULTI30K / f"test_2016_flickr.{lang}.gz")[line]
+        for lang in MANY_TO_ENGLISH_SOURCES
+    }

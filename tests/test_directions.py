@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 from conftest import CONFIGS, quiet
+from conftest import MANY_TO_ENGLISH_SLICES as SLICES
+from conftest import MANY_TO_ENGLISH_SOURCES as SOURCES
 from test_serve import start_server
 
 from mt_cli.api import load
@@ -28,54 +30,20 @@ from mt_cli.decode.results import TranslateOptions, target_language
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import InputError
 from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.serve.app import languages_of
 from mt_cli.specials import EOS_ID
-from mt_cli.train.run import train
 
-SOURCES = ("de", "fr", "cs")
-SLICES = {"train": ("train", 600), "val": ("val", 30), "test2016": ("test_2016_flickr", 30)}
-LINE = 3  # the test sentence: line 4 of test2016 in each language (the same image)
 DIRECTIONS = (("de", "en"), ("fr", "en"), ("cs", "en"))
 
 
-def corpus_files(root: Path) -> list[dict[str, Any]]:
-    """A files corpus per source language into English: slices of the shipped Multi30k."""
-    for split, (stem, count) in SLICES.items():
-        for lang in (*SOURCES, "en"):
-            lines = read_lines(SHIPPED_MULTI30K / f"{stem}.{lang}.gz")[:count]
-            (root / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return [
-        {
-            "source": "files",
-            "src_lang": lang,
-            "files": {split: [str(root / f"{split}.{lang}"), str(root / f"{split}.en")] for split in SLICES},
-        }
-        for lang in SOURCES
-    ]
+@pytest.fixture(scope="module")
+def run(many_to_english: Path) -> Path:
+    return many_to_english
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("many-to-en")
-    overrides = [
-        f"data.corpora={json.dumps(corpus_files(root))}",
-        "data.target_tags=true",
-        "train.max_tokens=1024",
-        "train.amp=off",
-        "train.max_steps=30",
-        "train.validate_every_steps=30",
-        "train.average_last=0",
-        "train.log_every_steps=10",
-    ]
-    run_dir = root / "run"
-    train(load_config(CONFIGS / "tiny.yaml", overrides), run_dir, resume=False, log=quiet)
-    return run_dir
-
-
-@pytest.fixture(scope="module")
-def sentences() -> dict[str, str]:
-    return {lang: read_lines(SHIPPED_MULTI30K / f"test_2016_flickr.{lang}.gz")[LINE] for lang in SOURCES}
+def sentences(many_to_english_sentences: dict[str, str]) -> dict[str, str]:
+    return many_to_english_sentences
 
 
 @pytest.fixture(scope="module")

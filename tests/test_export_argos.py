@@ -15,7 +15,7 @@ from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.engine import output_limit
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
-from mt_cli.errors import InputError
+from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.argos import export_argos, package_file
 from mt_cli.export.ctranslate2 import Quantization
 from mt_cli.reading import read_lines
@@ -230,3 +230,11 @@ def test_the_sentence_splitter_runs_in_minisbd(text: str, sentences: list[str], 
     model = tmp_path / "de.onnx"
     model.write_bytes(sentence_splitter("de"))
     assert SBDetect(str(model), use_gpu=False).sentences(text) == sentences
+
+
+def test_a_model_with_target_tags_is_refused_in_one_line(many_to_english: Path, tmp_path: Path) -> None:
+    tagged = Translator.from_run(many_to_english, device="cpu", amp="off")  # <2en> before every source
+    with pytest.raises(ConfigError, match=r"cannot tell this model which language to write \(.*<2en>") as err:
+        export_argos(tagged, tmp_path / "model", Quantization.FLOAT32)
+    assert "\n" not in str(err.value)
+    assert list(tmp_path.iterdir()) == []

@@ -258,3 +258,16 @@ def test_the_export_holds_marian_files_and_a_model_card(exported: Path, translat
     readme = (exported / "README.md").read_text(encoding="utf-8")
     assert f"- {translator.src_lang}\n- {translator.tgt_lang}\n" in readme
     assert GenerationConfig.from_pretrained(exported).decoder_start_token_id == BOS_ID
+
+
+def test_a_model_with_target_tags_reads_marians_language_code(
+    many_to_english: Path, many_to_english_sentences: dict[str, str], tmp_path: Path
+) -> None:
+    tagged = Translator.from_run(many_to_english, device="cpu", amp="off")
+    out = export_huggingface(tagged, tmp_path / "marian")
+    lines = list(many_to_english_sentences.values())
+    # Marian's language code, typed as for its multilingual models, is the ids mt's engine gives.
+    typed = MarianTokenizer.from_pretrained(out)([f">>en<< {line}" for line in lines])["input_ids"]
+    assert typed == tagged.encode_sources(lines, warn=lambda message: None, tgt_lang="en")
+    assert typed[0][0] == tagged.src_tok.sp.piece_to_id("<2en>")
+    assert "start every text with `>>en<<`" in (out / "README.md").read_text()

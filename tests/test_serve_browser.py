@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_directions import run, sentences  # noqa: F401 (fixtures: the tiny many-to-English model)
 from test_serve import ServeProcess, start_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -88,7 +87,10 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     assert not browser.find_element(By.ID, "alternatives-box").is_displayed()  # none for a failure
 
 
-def test_the_page_of_a_many_to_english_model_chooses_the_source(run, sentences, browser) -> None:  # noqa: F811
+def test_the_page_of_a_many_to_english_model_chooses_the_source(
+    many_to_english, many_to_english_sentences, browser
+) -> None:
+    run, sentences = many_to_english, many_to_english_sentences
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 

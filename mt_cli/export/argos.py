@@ -24,7 +24,8 @@ sentence on its own, joining the translations with spaces. Within those settings
 translations are mt's (float32: token for token).
 
 The zip is reproducible: its members are sorted and dated 1980-01-01, so one checkpoint exported
-twice gives the same bytes.
+twice gives the same bytes. A model trained with target-language tags (``<2en>`` before every
+source) is refused: Argos would send its sources without the tag.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from mt_cli import __version__
-from mt_cli.errors import InputError
+from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.ctranslate2 import export_ctranslate2
 from mt_cli.export.quantization import Quantization
 from mt_cli.export.sentences import sentence_splitter
@@ -74,6 +75,13 @@ def export_argos(translator: Translator, target: Path, quantization: Quantizatio
     path = package_file(target)
     if path.exists():
         raise InputError(f"{path} already exists; remove it or choose another --output")
+    data = translator.card.data
+    if data.uses_target_tags():  # Argos puts nothing before a source: every line would lack its tag
+        raise ConfigError(
+            f"an Argos package cannot tell this model which language to write (it was trained with "
+            f"<2{data.tgt_lang}> before every source); export --format ctranslate2 and translate with "
+            "`mt translate --engine ctranslate2 --tgt-lang ...`, which adds the tag"
+        )
     with temporary_directory_next_to(path) as staging:
         write_package(translator, staging / package_name(translator.card), quantization)
         atomic_write_bytes(path, lambda handle: write_zip(staging, handle))

@@ -40,6 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from mt_cli.config import config_to_dict
+from mt_cli.data_rules import target_tag
 from mt_cli.errors import ConfigError, InputError, RunFailure
 from mt_cli.files import temporary_directory_next_to, write_json, writing
 from mt_cli.layout import ExportFiles
@@ -266,13 +267,15 @@ def save_tokenizer(translator: Translator, model_dir: Path) -> None:
     """MarianTokenizer's files: both SentencePiece models, one vocabulary per side, its config."""
     from transformers import MarianTokenizer
 
-    for tokenizer, spm, vocab in (
-        (translator.src_tok, ExportFiles.SOURCE_SPM, "vocab.json"),
-        (translator.tgt_tok, ExportFiles.TARGET_SPM, "target_vocab.json"),
+    card = translator.card
+    codes = marian_language_codes(card, translator.src_tok.sp)
+    for tokenizer, spm, vocab, aliases in (
+        (translator.src_tok, ExportFiles.SOURCE_SPM, "vocab.json", codes),
+        (translator.tgt_tok, ExportFiles.TARGET_SPM, "target_vocab.json", {}),
     ):
         (model_dir / spm).write_bytes(tokenizer.sp.serialized_model_proto())
-        (model_dir / vocab).write_text(json.dumps(piece_ids(tokenizer.sp)), encoding="utf-8")
-    card = translator.card
+        ids = piece_ids(tokenizer.sp) | aliases
+        (model_dir / vocab).write_text(json.dumps(ids), encoding="utf-8")
     MarianTokenizer(
         source_spm=str(model_dir / ExportFiles.SOURCE_SPM),
         target_spm=str(model_dir / ExportFiles.TARGET_SPM),
@@ -286,6 +289,18 @@ def save_tokenizer(translator: Translator, model_dir: Path) -> None:
         model_max_length=card.model.max_positions,
         clean_up_tokenization_spaces=False,
     ).save_pretrained(model_dir)
+
+
+def marian_language_codes(card: ModelCard, sp: SentencePieceProcessor) -> dict[str, int]:
+    """``>>en<<`` for the id of ``<2en>``, per target language of a model with target tags.
+
+    A text that starts with ``>>xx<<`` is how Marian's multilingual models are told the target:
+    MarianTokenizer takes that code off the text and looks it up in the vocabulary whole. mt's
+    own tag typed into the text would not do: SentencePiece puts a word-start piece before it.
+    """
+    if not card.data.uses_target_tags():
+        return {}
+    return {f">>{lang}<<": sp.piece_to_id(target_tag(lang)) for lang in card.data.languages()[1]}
 
 
 def piece_ids(sp: SentencePieceProcessor) -> dict[str, int]:
@@ -328,4 +343,16 @@ greedy (`num_beams=1`) and beam search with this directory's generation config
 (`num_beams={card.decode.beam_size}`, length penalty `length ** {card.decode.length_penalty}`,
 as in mt).
 Sources longer than {card.model.max_positions - 1} pieces need `truncation=True`.
-"""
+{_tag_note(card)}"""
+
+
+def _tag_note(card: ModelCard) -> str:
+    """What a user must type for a model trained with target-language tags: Marian's ``>>xx<<``
+    first, as for Marian's own multilingual models (``marian_language_codes``)."""
+    if not card.data.uses_target_tags():
+        return ""
+    codes = ", ".join(f"`>>{lang}<<`" for lang in card.data.languages()[1])
+    return (
+        f"\nThe model writes the language its text begins with, as Marian's multilingual models: start "
+        f"every text with {codes} (e.g. `>>{card.data.tgt_lang}<< ...`); mt adds it itself (`--tgt-lang`).\n"
+    )
