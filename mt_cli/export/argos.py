@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from mt_cli import __version__
+from mt_cli.data_rules import target_tag
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.ctranslate2 import export_ctranslate2
 from mt_cli.export.quantization import Quantization
@@ -78,9 +79,9 @@ def export_argos(translator: Translator, target: Path, quantization: Quantizatio
     data = translator.card.data
     if data.uses_target_tags():  # Argos puts nothing before a source: every line would lack its tag
         raise ConfigError(
-            f"an Argos package cannot tell this model which language to write (it was trained with "
-            f"<2{data.tgt_lang}> before every source); export --format ctranslate2 and translate with "
-            "`mt translate --engine ctranslate2 --tgt-lang ...`, which adds the tag"
+            "an Argos package cannot tell this model which language to write (it was trained with "
+            f"{target_tag(data.tgt_lang)} before every source); export --format ctranslate2 and "
+            "translate with `mt translate --engine ctranslate2 --tgt-lang ...`, which adds the tag"
         )
     with temporary_directory_next_to(path) as staging:
         write_package(translator, staging / package_name(translator.card), quantization)

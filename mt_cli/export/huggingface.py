@@ -300,7 +300,12 @@ def marian_language_codes(card: ModelCard, sp: SentencePieceProcessor) -> dict[s
     """
     if not card.data.uses_target_tags():
         return {}
-    return {f">>{lang}<<": sp.piece_to_id(target_tag(lang)) for lang in card.data.languages()[1]}
+    return {marian_code(lang): sp.piece_to_id(target_tag(lang)) for lang in card.data.languages()[1]}
+
+
+def marian_code(lang: str) -> str:
+    """Marian's name for a target language at the start of a text: ``>>en<<``."""
+    return f">>{lang}<<"
 
 
 def piece_ids(sp: SentencePieceProcessor) -> dict[str, int]:
@@ -351,8 +356,9 @@ def _tag_note(card: ModelCard) -> str:
     first, as for Marian's own multilingual models (``marian_language_codes``)."""
     if not card.data.uses_target_tags():
         return ""
-    codes = ", ".join(f"`>>{lang}<<`" for lang in card.data.languages()[1])
+    codes = ", ".join(f"`{marian_code(lang)}`" for lang in card.data.languages()[1])
     return (
         f"\nThe model writes the language its text begins with, as Marian's multilingual models: start "
-        f"every text with {codes} (e.g. `>>{card.data.tgt_lang}<< ...`); mt adds it itself (`--tgt-lang`).\n"
+        f"every text with {codes} (e.g. `{marian_code(card.data.tgt_lang)} ...`); mt adds it itself "
+        "(`--tgt-lang`).\n"
     )
