@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -45,6 +46,7 @@ def load(
     weights: Sequence[float] | None = None,
     warn: Callable[[str], None] | None = None,
     log: Callable[[str], None] | None = None,
+    processes: int | None = None,
 ) -> Model:
     """Open a trained model.
 
@@ -55,7 +57,9 @@ def load(
     ``"RUN"`` or ``"RUN:CHECKPOINT"``, combined with ``path`` per step by their weighted mean
     log-probabilities (``weights``: one per model, ``path`` first; default equal). ``warn``
     hears of lines cut to the model's positions (default: ``warnings.warn``), ``log`` of a run's
-    CTranslate2 export being made (default: nothing).
+    CTranslate2 export being made (default: nothing). ``processes``: mt's worker processes that
+    decode batches side by side (None: one per thread torch uses, on a Linux CPU; 1: none; they
+    start at the first call of several batches and end with the model); CTranslate2 runs its own.
     """
     kind = _member(EngineKind, engine, "engine")
     precision = (
@@ -77,8 +81,10 @@ def load(
     for run, _ in members:
         if (run / ExportFiles.CARD).is_file():
             raise InputError(f"{run} is a CTranslate2 export; open it with --engine ctranslate2")
+    if processes is not None and processes < 1:
+        raise InputError(f"processes {processes} must be at least 1 (1 decodes in this process)")
     translators = [Translator.from_run(run, point, device, compute_type=precision) for run, point in members]
-    return Model(ensemble_of(translators, weights), warn)
+    return Model(replace(ensemble_of(translators, weights), processes=processes), warn)
 
 
 def _member(kind: type[E], value: object, what: str) -> E:

@@ -70,6 +70,7 @@ def open_model(
     compute_type: ComputeType = ComputeType.DEFAULT,
     ensemble: list[str] | None = None,
     ensemble_weights: str | None = None,
+    processes: int | None = None,
 ) -> Model:
     """The run's model (or ensemble) in ``engine``, as the API opens it; warnings and the export's
     progress go to stderr."""
@@ -78,4 +79,15 @@ def open_model(
     if ensemble_weights is not None and not ensemble:
         raise InputError("--ensemble-weights needs --ensemble: one weight per model")
     weights = parse_weights(ensemble_weights)
-    return load(run, checkpoint, engine, device, compute_type, ensemble or (), weights, warn=warn, log=log)
+    return load(
+        run,
+        checkpoint,
+        engine,
+        device,
+        compute_type,
+        ensemble or (),
+        weights,
+        warn=warn,
+        log=log,
+        processes=processes,
+    )

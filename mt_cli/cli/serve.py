@@ -115,7 +115,11 @@ def serve(
         from mt_cli.serve.app import Settings, create_app
         from mt_cli.serve.server import serve as run_server
 
-        model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights).engine
+        # Decoding in this process: forking worker processes from a threaded server could copy a
+        # lock some thread holds. Its batches use every core through torch's threads.
+        model = open_model(
+            run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights, processes=1
+        ).engine
         if alternatives_limit > 0:  # what the most alternatives decode with, refused now if the engine must
             model.resolve(options(alternatives_limit, beam, model.beam_size))
         settings = Settings(

@@ -205,11 +205,13 @@ def _best_extensions(
     each row first, and never build the (N, k*V) table of every extension.
     """
     sentences = scores.size(0)
-    normaliser = logits.logsumexp(-1, keepdim=True)  # (N*k, 1): log-prob = logit - normaliser
+    # One fused kernel; logsumexp and a subtraction took two more passes over (N*k, V).
+    log_probs = logits.log_softmax(-1)  # (N*k, V)
     if bool(at_limit.any()):
-        logits[at_limit] = logits[at_limit].where(_eos_only(logits.size(-1), logits.device), float("-inf"))
-    row_logits, row_tokens = logits.topk(2 * k, dim=-1)  # (N*k, 2k)
-    row_scores = scores.view(-1, 1) + (row_logits - normaliser)  # (N*k, 2k) summed log-probs
+        eos_only = _eos_only(logits.size(-1), logits.device)
+        log_probs[at_limit] = log_probs[at_limit].where(eos_only, float("-inf"))
+    row_log_probs, row_tokens = log_probs.topk(2 * k, dim=-1)  # (N*k, 2k)
+    row_scores = scores.view(-1, 1) + row_log_probs  # (N*k, 2k) summed log-probs
     top_scores, top_ids = row_scores.view(sentences, -1).topk(2 * k, dim=-1)  # (N, 2k), best first
     top_tokens = row_tokens.view(sentences, -1).gather(1, top_ids)  # (N, 2k)
     top_rows = top_ids // (2 * k) + torch.arange(sentences, device=logits.device).unsqueeze(1) * k  # (N, 2k)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -31,6 +31,7 @@ from mt_cli.decode.engine import (
     target_pieces,
 )
 from mt_cli.decode.ensemble import Ensemble
+from mt_cli.decode.processes import BatchPool, default_processes
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.decode.scoring import force_decode
@@ -59,6 +60,10 @@ class Translator(CardEngine):
     dtype: torch.dtype | None  # autocast dtype; None = fp32
     checkpoint: Path | None = None  # the file the weights came from, when loaded from a run
     members: tuple[str, ...] = ()  # an ensemble's members' origins
+    # Worker processes that decode batches side by side (``processes.BatchPool``); None: one per
+    # intra-op thread on a Linux CPU. 1 decodes in this process, as a model still training must.
+    processes: int | None = None
+    _pool: BatchPool | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_run(
@@ -175,10 +180,9 @@ class Translator(CardEngine):
         options = self.resolve(options)
         sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
         found: list[list[search.Hypothesis]] = [[search.Hypothesis([], 0.0)] for _ in sources]
-        for group in self.batches(sources, options.beam_size):
-            src, src_mask = self._padded([sources[i] for i in group])
-            with autocast(self.device, self.dtype):
-                hyps = self._search(src, src_mask, options, [lines[i] for i in group])
+        groups = self.batches(sources, options.beam_size)
+        batches = [([sources[i] for i in group], options, [lines[i] for i in group]) for group in groups]
+        for group, hyps in zip(groups, self._decode_batches(batches)):
             for index, line_hyps in zip(group, hyps):
                 found[index] = line_hyps
         alignments = (
@@ -203,6 +207,26 @@ class Translator(CardEngine):
             )
             for i, (line, hyps) in enumerate(zip(lines, found))
         ]
+
+    def _decode_batches(
+        self, batches: list[tuple[list[list[int]], TranslateOptions, list[str]]]
+    ) -> list[list[list[search.Hypothesis]]]:
+        """``_decode_batch`` of each batch, in order: in worker processes when there is more than one
+        batch and ``processes`` allows; a line's result is the same either way (tests/test_processes.py)."""
+        processes = default_processes(self.device) if self.processes is None else self.processes
+        if processes < 2 or len(batches) < 2:
+            return [self._decode_batch(*batch) for batch in batches]
+        if self._pool is None:
+            self._pool = BatchPool(self._decode_batch, processes)
+        return self._pool.map(batches)
+
+    def _decode_batch(
+        self, sources: list[list[int]], options: TranslateOptions, lines: list[str]
+    ) -> list[list[search.Hypothesis]]:
+        """The hypotheses of one batch of source ids (with EOS) of ``lines``."""
+        src, src_mask = self._padded(sources)
+        with autocast(self.device, self.dtype):
+            return self._search(src, src_mask, options, lines)
 
     def _search(
         self, src: Tensor, src_mask: Tensor, options: TranslateOptions, lines: list[str]

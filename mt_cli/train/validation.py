@@ -90,7 +90,10 @@ class Validator:
         return pairs, sampler.batches()
 
     def translator(self, model: Transformer) -> Translator:
-        return Translator(model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, self.dtype)
+        # In this process: worker processes would keep the weights of the fork, not the training's.
+        return Translator(
+            model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, self.dtype, processes=1
+        )
 
     @torch.no_grad()
     def loss(self, model: Transformer, direction: int = 0) -> float:
