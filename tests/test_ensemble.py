@@ -52,7 +52,7 @@ def test_a_model_ensembled_with_itself_is_the_model() -> None:
 
 
 @torch.no_grad()
-def test_step_is_the_weighted_mean_of_member_log_probs_renormalised() -> None:
+def test_step_scores_are_the_weighted_mean_of_member_log_probs() -> None:
     first, second = random_model(4), other_model(5)
     ensemble = Ensemble([first, second], weights=[1.0, 3.0])
     assert ensemble.weights == (0.25, 0.75)
@@ -67,9 +67,11 @@ def test_step_is_the_weighted_mean_of_member_log_probs_renormalised() -> None:
         for i, m in enumerate((first, second)):
             logits, caches[i], _ = m.step(tokens, caches[i])
             parts.append(logits.log_softmax(-1))
-        manual = (0.25 * parts[0] + 0.75 * parts[1]).log_softmax(-1)  # (3, V)
-        torch.testing.assert_close(combined, manual)
-        torch.testing.assert_close(combined.exp().sum(-1), torch.ones(3))  # a distribution
+        mean = 0.25 * parts[0] + 0.75 * parts[1]  # (3, V)
+        torch.testing.assert_close(combined, mean)  # unnormalised: greedy search needs no more
+        log_probs = combined.log_softmax(-1)  # what the other searches take
+        torch.testing.assert_close(log_probs, mean.log_softmax(-1))
+        torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(3))  # a distribution
         tokens = torch.tensor([4 + t, 5 + t, 6 + t])
 
 
@@ -99,8 +101,8 @@ def test_force_decode_on_an_ensemble_is_its_step_log_probs() -> None:
             cache = ensemble.start_cache(ensemble.encode(s, m), m)
             stepped = []
             for previous, token in zip([BOS_ID, *target], [*target, EOS_ID]):
-                log_probs, cache, _ = ensemble.step(torch.tensor([previous]), cache)
-                stepped.append(float(log_probs[0, token]))
+                step_scores, cache, _ = ensemble.step(torch.tensor([previous]), cache)
+                stepped.append(float(step_scores.log_softmax(-1)[0, token]))
             assert scores == pytest.approx(stepped, abs=1e-5)
 
 

@@ -84,21 +84,23 @@ class Ensemble(nn.Module):
         return_attention: bool = False,
         attention_layer: int | None = None,
     ) -> tuple[Tensor, EnsembleCache, Tensor | None]:
-        """Feed tokens (N,) -> combined log-probabilities (N, V) fp32, the caches and, if asked,
-        the weighted mean of the members' cross-attention (N, S)."""
+        """Feed tokens (N,) -> combined scores (N, V) fp32 whose log_softmax is the ensemble's
+        log-probability (the ``Decoder`` contract: the searches normalise where they need it,
+        greedy search never), the caches and, if asked, the weighted mean of the members'
+        cross-attention (N, S)."""
         combined: Tensor | None = None
         attention: Tensor | None = None
         caches = []
         for weight, member, own in zip(self.weights, self._members(), cache.members, strict=True):
             logits, own, attended = member.step(tokens, own, return_attention, attention_layer)  # (N, V)
             caches.append(own)
-            part = weight * logits.log_softmax(-1)  # (N, V)
-            combined = part if combined is None else combined + part
+            log_probs = logits.log_softmax(-1)  # (N, V)
+            combined = log_probs.mul_(weight) if combined is None else combined.add_(log_probs, alpha=weight)
             if attended is not None:
                 share = weight * attended  # (N, S)
                 attention = share if attention is None else attention + share
         assert combined is not None  # at least one member
-        return combined.log_softmax(-1), EnsembleCache(caches), attention
+        return combined, EnsembleCache(caches), attention
 
     def decode(self, tgt_in: Tensor, memory: list[Tensor], src_mask: Tensor, tgt_mask: Tensor) -> Tensor:
         """Teacher-forced combined log-probabilities (B, T, V), fp32; ``step`` position by position."""

@@ -5,7 +5,8 @@ what two members cost), CTranslate2 float32 and int8, and the Hugging Face Maria
 greedy and with the recipe's beam. Every row runs in a child process of its own (``python -m
 mt_cli.tools.engines``) under ``/usr/bin/time -v``, whose peak RSS is that engine's alone. (Not
 ``os.wait4`` on a direct child: Python starts children with vfork, and Linux then counts the
-parent's pages in the child's peak.) The child loads the engine, translates 32 lines to warm up,
+parent's pages in the child's peak.) mt's decoding workers (``decode/processes.py``) report
+their own peaks, added to the row's. The child loads the engine, translates 32 lines to warm up,
 then times two passes over all lines with ``threads`` threads: the first ("cold") meets batch
 shapes for the first time (kernels chosen and caches filled per shape), the second is the
 steady speed a server or a long job sees, and the one the table ranks by. The parent
@@ -125,7 +126,20 @@ def child(job: dict[str, Any]) -> None:
         out = engine.translate_lines(lines, beam_size=job["beam"])
         passes.append(time.perf_counter() - start)
     Path(job["out"]).write_text("".join(line + "\n" for line in out), encoding="utf-8")
-    print(json.dumps({"cold_seconds": passes[0], "seconds": passes[1], "load_seconds": load_seconds}))
+    workers = _children_peak_kib()  # mt's decoding workers, still alive with the engine
+    timing = {"cold_seconds": passes[0], "seconds": passes[1], "load_seconds": load_seconds}
+    print(json.dumps({**timing, "workers_peak_kib": workers}))
+
+
+def _children_peak_kib() -> list[int]:
+    """The peak RSS (VmHWM, KiB) of each live child process of this one (Linux's /proc)."""
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    pids = [pid for task in tasks.iterdir() for pid in (task / "children").read_text().split()]
+    peaks = []
+    for pid in pids:
+        status = Path(f"/proc/{pid}/status").read_text()
+        peaks.extend(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+    return peaks
 
 
 def run_engine_bench(
@@ -214,7 +228,10 @@ def _row(
         "sentences_per_second": round(len(out) / timing["seconds"], 2),
         "cold_sentences_per_second": round(len(out) / timing["cold_seconds"], 2),
         "load_seconds": round(timing["load_seconds"], 2),
-        "peak_rss_mib": round(peak_kib / 1024, 1),
+        # The row's process and its decoding workers, each at its peak: pages they share are
+        # counted in each, so this bounds the memory from above.
+        "peak_rss_mib": round((peak_kib + sum(timing["workers_peak_kib"])) / 1024, 1),
+        "processes": 1 + len(timing["workers_peak_kib"]),
         "size_mib": round(exports[case]["size"] / 2**20, 1),
     }
     return row, out
