@@ -4,8 +4,8 @@ On a CPU, one batch on every core (torch's intra-op threads) leaves the cores id
 many small operators of a decoding step; one batch per core does not. Threads cannot do it: the
 Python between operators holds the GIL. So a ``BatchPool`` forks one worker per core, each with
 one thread, that inherits the model (copy-on-write: nothing is pickled but the batch's ids and
-its results). Measured on the 2-core Zen 4: beam 5 about 1.35x, greedy about 1.1x the in-process
-speed (docs/benchmarks.md, "Engines").
+its results). On the 2-core Zen 4: beam 5 1.53x, greedy 1.21x the speed of one process on both
+threads, the same lines (scripts/decode-processes.py; docs/benchmarks.md, "Engines").
 
 The pool lives as long as its engine: new workers meet every batch shape for the first time and
 fill a fresh heap, which cost most of the gain when a pool was forked per call. The model must
