@@ -150,7 +150,10 @@ def test_forward_translation_pairs_the_text_with_the_forward_models_translation(
         "cache_dir": str(tmp_path / "cache"),
     }
     cfg = with_corpus(entry, "data.src_lang=en", "data.tgt_lang=de")
-    prepare(cfg, tmp_path / "run", quiet)
+    heard: list[str] = []
+    prepare(cfg, tmp_path / "run", heard.append)
+    # No progress bar on a pipe: the log says how far the translation got.
+    assert any(": 200 of 200 lines translated (" in line for line in heard), heard
     captions = read_lines(CAPTIONS)[:200]
     pairs = list(train_pairs(cfg.data.entries()[1]))
     assert [src for src, _ in pairs] == captions  # the text is the source side this time

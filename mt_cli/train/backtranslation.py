@@ -107,6 +107,9 @@ def _translate(made: synthetic.Synthetic, label: str, device: str, log: Callable
                 out.writelines(_one_line(t.text) + "\n" for t in found)
                 lines += len(chunk)
                 bar.update(len(chunk))
+                if bar.disable:  # no bar in a log file: a line per chunk instead
+                    elapsed = time.perf_counter() - start
+                    log(f"{label}: {lines:,} of {total:,} lines translated ({elapsed:.0f} s)")
             for handle in (text, out):
                 handle.flush()
                 os.fsync(handle.fileno())
