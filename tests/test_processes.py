@@ -20,14 +20,12 @@ from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import RunFailure
 from mt_cli.reading import read_lines
+from mt_cli.tools.engines import child_pids
 
 
 def children(pid: int) -> set[int]:
     """The live (not zombie) child processes of ``pid``."""
-    found = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(child) for child in (task / "children").read_text().split()}
-    return {child for child in found if alive(child)}
+    return {child for child in child_pids(pid) if alive(child)}
 
 
 def alive(pid: int) -> bool:

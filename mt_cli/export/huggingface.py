@@ -46,6 +46,7 @@ from mt_cli.files import temporary_directory_next_to, write_json, writing
 from mt_cli.layout import ExportFiles
 from mt_cli.model.layers import CrossAttention, DecoderLayer, EncoderLayer, FeedForward, SelfAttention
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
+from mt_cli.text.tags import tagged_targets
 
 if TYPE_CHECKING:
     from sentencepiece import SentencePieceProcessor
@@ -298,9 +299,7 @@ def marian_language_codes(card: ModelCard, sp: SentencePieceProcessor) -> dict[s
     MarianTokenizer takes that code off the text and looks it up in the vocabulary whole. mt's
     own tag typed into the text would not do: SentencePiece puts a word-start piece before it.
     """
-    if not card.data.uses_target_tags():
-        return {}
-    return {marian_code(lang): sp.piece_to_id(target_tag(lang)) for lang in card.data.languages()[1]}
+    return {marian_code(lang): sp.piece_to_id(target_tag(lang)) for lang in tagged_targets(card.data)}
 
 
 def marian_code(lang: str) -> str:
@@ -354,9 +353,10 @@ Sources longer than {card.model.max_positions - 1} pieces need `truncation=True`
 def _tag_note(card: ModelCard) -> str:
     """What a user must type for a model trained with target-language tags: Marian's ``>>xx<<``
     first, as for Marian's own multilingual models (``marian_language_codes``)."""
-    if not card.data.uses_target_tags():
+    languages = tagged_targets(card.data)
+    if not languages:
         return ""
-    codes = ", ".join(f"`{marian_code(lang)}`" for lang in card.data.languages()[1])
+    codes = ", ".join(f"`{marian_code(lang)}`" for lang in languages)
     return (
         f"\nThe model writes the language its text begins with, as Marian's multilingual models: start "
         f"every text with {codes} (e.g. `{marian_code(card.data.tgt_lang)} ...`); mt adds it itself "

@@ -23,10 +23,16 @@ if TYPE_CHECKING:
     from mt_cli.text.pieces import Tokenizer
 
 
+def tagged_targets(data: DataConfig) -> tuple[str, ...]:
+    """The target languages that have a tag (``<2xx>``) before the source: all of them when the
+    run uses target tags, none otherwise."""
+    return data.languages()[1] if data.uses_target_tags() else ()
+
+
 def source_tags(data: DataConfig) -> list[str]:
     """Every tag the run's source tokenizer keeps whole (its user-defined symbols), in a fixed
     order: the target tags (when the run uses them), then the corpora's own tags."""
-    targets = [target_tag(lang) for lang in data.languages()[1]] if data.uses_target_tags() else []
+    targets = [target_tag(lang) for lang in tagged_targets(data)]
     return list(dict.fromkeys(targets + [e.tag for e in data.entries() if e.tag is not None]))
 
 

@@ -131,12 +131,16 @@ def child(job: dict[str, Any]) -> None:
     print(json.dumps({**timing, "workers_peak_kib": workers}))
 
 
+def child_pids(pid: int) -> list[int]:
+    """The child processes of process ``pid``, from every one of its threads (Linux's /proc)."""
+    tasks = Path(f"/proc/{pid}/task")
+    return [int(child) for task in tasks.iterdir() for child in (task / "children").read_text().split()]
+
+
 def _children_peak_kib() -> list[int]:
-    """The peak RSS (VmHWM, KiB) of each live child process of this one (Linux's /proc)."""
-    tasks = Path(f"/proc/{os.getpid()}/task")
-    pids = [pid for task in tasks.iterdir() for pid in (task / "children").read_text().split()]
+    """The peak RSS (VmHWM, KiB) of each live child process of this one."""
     peaks = []
-    for pid in pids:
+    for pid in child_pids(os.getpid()):
         status = Path(f"/proc/{pid}/status").read_text()
         peaks.extend(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
     return peaks
