@@ -1,6 +1,7 @@
 """`mt serve`'s page in a real browser: headless Chromium, driven by selenium, types German and
 reads the English the page fetched from POST /translate, and its three alternatives under it; with
-a many-to-English model it chooses French from the page's list of directions and translates it.
+a many-to-English model it chooses French from the page's list of directions, translates it, and
+finds French still chosen after a reload.
 Needs chromium and chromium-driver (Debian packages); without them the test is skipped and says so."""
 
 from __future__ import annotations
@@ -120,5 +121,20 @@ def test_the_page_of_a_many_to_english_model_chooses_the_source(
         shown = browser.find_elements(By.CSS_SELECTOR, "#alternatives li")
         assert [item.text for item in shown] == expected["alternatives"]
         assert browser.find_element(By.ID, "error").text == ""
+
+        # A reload keeps the pair chosen last; a stored pair the model does not know is ignored.
+        browser.refresh()
+        wait.until(lambda driver: driver.find_element(By.ID, "direction-box").is_displayed())
+        assert Select(browser.find_element(By.ID, "source-lang")).first_selected_option.text == "French"
+        assert browser.find_element(By.ID, "source-label").text == "French"
+        unknown = "JSON.stringify({source: 'xx', target: 'en'})"
+        browser.execute_script(f"localStorage.setItem('mt.pair', {unknown})")
+        browser.refresh()
+        wait.until(lambda driver: driver.find_element(By.ID, "direction-box").is_displayed())
+        assert browser.find_element(By.ID, "source-label").text == "German"
+        browser.execute_script("localStorage.setItem('mt.pair', '{not json')")
+        browser.refresh()
+        wait.until(lambda driver: driver.find_element(By.ID, "direction-box").is_displayed())
+        assert browser.find_element(By.ID, "source-label").text == "German"
     finally:
         assert server.stop() == 0
