@@ -186,11 +186,12 @@ class Trainer:
 
     def fit(self) -> Progress:
         tc, p = self.cfg.train, self.progress
+        # None: BPE-dropout segments anew, or a fractional corpus weight draws other pairs, each epoch.
         per_epoch = self.plan.length()
         self.log(
             f"model: {count_parameters(self.model) / 1e6:.2f}M parameters | device {self.device} | "
             f"precision {self.dtype or torch.float32} | "
-            + (f"{per_epoch} batches per epoch" if per_epoch else "batches per epoch vary (BPE-dropout)")
+            + (f"{per_epoch} batches per epoch" if per_epoch else "batches per epoch vary")
             + (f" per rank ({self.dist.world_size} ranks)" if self.dist.world_size > 1 else "")
         )
         peak = f"{self.peak_flops / 1e12:.2f} TFLOP/s" if self.peak_flops else "unknown"
