@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from mt_cli.version import __version__
 
 # The public API (docs/api.md): these names are a promise; everything else is private by
 # convention. They load on first use (PEP 562), so `import mt_cli` and `mt --help` stay fast

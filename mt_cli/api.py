@@ -19,8 +19,8 @@ from typing import TypeVar
 from mt_cli.decode.engine import Engine, EngineKind
 from mt_cli.decode.results import Alignment, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import Sampling
+from mt_cli.disk.layout import ExportFiles, run_and_checkpoint
 from mt_cli.errors import InputError
-from mt_cli.layout import ExportFiles, run_and_checkpoint
 from mt_cli.runtime.precision import ComputeType
 
 __all__ = ["Model", "load"]

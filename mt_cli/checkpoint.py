@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from mt_cli.config import ModelCard, card_from_config_dict, card_from_dict
+from mt_cli.config.card import ModelCard, card_from_config_dict, card_from_dict
+from mt_cli.disk.files import atomic_write_bytes
 from mt_cli.errors import CheckpointError, ConfigError
-from mt_cli.files import atomic_write_bytes
 
 
 def save_checkpoint(payload: dict[str, Any], path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from mt_cli.config import load_config
+from mt_cli.config.recipe import load_config
 from mt_cli.model.transformer import build_model
 from mt_cli.train.optim import make_optimizer, parameter_groups
 

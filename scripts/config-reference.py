@@ -2,7 +2,7 @@
 
     python scripts/config-reference.py > /tmp/keys.md   # then paste over the "Config keys" tables
 
-Type and default come from mt_cli/config.py; the meaning is the comment beside the key in
+Type and default come from mt_cli/config/sections.py; the meaning is the comment beside the key in
 configs/multi30k.yaml (continuation lines included), so the two documents cannot drift apart. The
 keys of a ``data.corpora`` entry are documented there as commented lines (``#   key: value  #
 meaning``) under ``corpora:``; an entry key without one means what the data key of its name means.
@@ -14,8 +14,9 @@ import dataclasses
 import re
 import typing
 
-from mt_cli.config import Config, CorpusConfig, config_to_dict, load_config
-from mt_cli.resources import RECIPES
+from mt_cli.config.recipe import config_to_dict, load_config
+from mt_cli.config.sections import Config, CorpusConfig
+from mt_cli.disk.resources import RECIPES
 
 
 def comments() -> dict[str, str]:
@@ -55,7 +56,7 @@ def type_name(hint: object) -> str:
     if (values := choices(hint)) is not None:
         return " \\| ".join(values)
     text = str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
-    return text.replace("mt_cli.config.", "").replace("|", "\\|")
+    return text.replace("mt_cli.config.sections.", "").replace("|", "\\|")
 
 
 def meaning(note: str, hint: object) -> str:

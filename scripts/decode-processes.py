@@ -14,8 +14,8 @@ import torch
 
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 run = sys.argv[1]
 beam = int(sys.argv[2]) if len(sys.argv) > 2 else 5

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import httpx
 
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 TEST2016 = SHIPPED_MULTI30K / "test_2016_flickr.de.gz"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from torch.profiler import profile
 
-from mt_cli.config import load_config
-from mt_cli.layout import RunDir
+from mt_cli.config.recipe import load_config
+from mt_cli.disk.layout import RunDir
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.run import prepare_data
 from mt_cli.train.trainer import Trainer

@@ -14,8 +14,8 @@ import argparse
 import random
 from pathlib import Path
 
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 
 def main() -> None:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from mt_cli.config import Config, TokenizerConfig
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.config.sections import Config, TokenizerConfig
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.text.tokenizer import Tokenizer, train_tokenizer
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class TinyCorpus:
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory: pytest.TempPathFactory) -> TinyCorpus:
     """The tiny recipe's splits and its two tokenizers (trained once per session)."""
-    from mt_cli.config import load_config
+    from mt_cli.config.recipe import load_config
     from mt_cli.data.prepare import load_eval_splits, tokenizer_sample
     from mt_cli.text.tokenizer import prepare_tokenizers
 
@@ -118,7 +118,7 @@ def tiny_corpus(tmp_path_factory: pytest.TempPathFactory) -> TinyCorpus:
 @pytest.fixture(scope="session")
 def tiny_data(tiny_corpus: TinyCorpus) -> TrainingData:
     """The tiny recipe's training data as the trainer reads it."""
-    from mt_cli.config import load_config
+    from mt_cli.config.recipe import load_config
 
     return tiny_corpus.training_data(load_config(CONFIGS / "tiny.yaml", FAST_TRAINING))
 
@@ -126,7 +126,7 @@ def tiny_data(tiny_corpus: TinyCorpus) -> TrainingData:
 @pytest.fixture(scope="session")
 def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run directory trained by `mt train` on the tiny recipe: tokenizers, checkpoints, scores."""
-    from mt_cli.config import load_config
+    from mt_cli.config.recipe import load_config
     from mt_cli.train.run import train
 
     run_dir = tmp_path_factory.mktemp("trained") / "run"
@@ -178,7 +178,7 @@ def many_to_english(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny de, fr, cs -> en model with target tags (test_directions, the page, the exports)."""
     import json
 
-    from mt_cli.config import load_config
+    from mt_cli.config.recipe import load_config
     from mt_cli.train.run import train
 
     root = tmp_path_factory.mktemp("many-to-en")

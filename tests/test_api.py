@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import mt_cli
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import InputError
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 DOCS_RUN = "runs/multi30k"  # the run directory the examples name; the test gives them its own

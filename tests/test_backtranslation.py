@@ -19,16 +19,17 @@ from conftest import CONFIGS, quiet
 
 import mt_cli
 from mt_cli.api import load
-from mt_cli.config import Config, config_from_dict, load_config
+from mt_cli.config.recipe import config_from_dict, load_config
+from mt_cli.config.sections import Config
 from mt_cli.data import synthetic
 from mt_cli.data.corpus import train_pairs
 from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.files import file_sha256
+from mt_cli.disk.layout import RunDir
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import ConfigError, DataError, InputError
-from mt_cli.files import file_sha256
-from mt_cli.layout import RunDir
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.train import backtranslation
 from mt_cli.train.run import prepare, train
 

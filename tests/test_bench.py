@@ -12,7 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, pad_sources
 from mt_cli.decode.search import greedy_search, max_output_lengths
 from mt_cli.model.transformer import build_model

@@ -20,11 +20,11 @@ import sacrebleu
 import yaml
 from typer.testing import CliRunner
 
-from mt_cli import __version__
 from mt_cli.cli import app
-from mt_cli.config import load_config
-from mt_cli.reading import read_lines
-from mt_cli.resources import recipe_names
+from mt_cli.config.recipe import load_config
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import recipe_names
+from mt_cli.version import __version__
 
 COMMANDS = ["prepare", "train", "config", "translate", "eval", "average", "bench", "plot"]
 TINY = ["--config", "tiny", "--set", "data.train_limit=800", "--set", "train.max_tokens=1024"]

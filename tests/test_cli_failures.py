@@ -24,10 +24,10 @@ import pytest
 import yaml
 
 from mt_cli.data.prepared import PreparedCorpus
-from mt_cli.layout import RunDir
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
-from mt_cli.runlock import read_holder
+from mt_cli.disk.layout import RunDir
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
+from mt_cli.disk.runlock import read_holder
 
 # Seconds-sized training: 200 pairs, fp32, no BLEU, no closing test scores.
 TINY = [

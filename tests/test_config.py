@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from mt_cli.config import Config, DataConfig, config_from_dict, config_to_dict, load_config, save_config
+from mt_cli.config.recipe import config_from_dict, config_to_dict, load_config, save_config
+from mt_cli.config.sections import Config, DataConfig
+from mt_cli.disk.resources import recipe_names
 from mt_cli.errors import ConfigError
-from mt_cli.resources import recipe_names
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -236,7 +237,7 @@ def test_config_module_does_not_import_torch() -> None:
     import subprocess
     import sys
 
-    code = "import sys, mt_cli.config; print('torch' in sys.modules)"
+    code = "import sys, mt_cli.config.sections; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from mt_cli.config import DataConfig
+from mt_cli.config.sections import DataConfig
 from mt_cli.data import corpus
 from mt_cli.data.corpus import load_corpus
 from mt_cli.errors import DataError
@@ -141,7 +141,7 @@ def test_only_german_and_english_come_from_the_hub(tmp_path: Path, monkeypatch: 
 
 def test_a_data_section_of_several_corpora(data_dir: Path) -> None:
     """Training pairs: every corpus, one after another; evaluation: the first corpus."""
-    from mt_cli.config import config_from_dict
+    from mt_cli.config.recipe import config_from_dict
     from mt_cli.data.corpus import train_fingerprint, train_pairs
 
     entries = [

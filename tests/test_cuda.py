@@ -13,10 +13,11 @@ import torch
 from conftest import FAST_TRAINING
 
 from mt_cli.checkpoint import load_checkpoint
-from mt_cli.config import ModelConfig, TrainConfig, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import ModelConfig, TrainConfig
 from mt_cli.data.batch import collate, pad_sources
 from mt_cli.decode.search import beam_search, greedy_search
-from mt_cli.layout import RunDir
+from mt_cli.disk.layout import RunDir
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model
 from mt_cli.runtime.device import amp_dtype, autocast

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mt_cli.config import DataConfig
+from mt_cli.config.sections import DataConfig
 from mt_cli.data.corpus import load_corpus
 from mt_cli.data.dataset import EncodedPairs, encode_pairs, short_enough
 from mt_cli.data.sampler import TokenBatchSampler

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 runner = CliRunner()
 LINES = 24

@@ -23,13 +23,14 @@ from conftest import MANY_TO_ENGLISH_SOURCES as SOURCES
 from test_serve import start_server
 
 from mt_cli.api import load
-from mt_cli.config import DataConfig, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import DataConfig
 from mt_cli.decode.alignment import word_alignment
 from mt_cli.decode.members import ensemble_of
 from mt_cli.decode.results import TranslateOptions, target_language
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.reading import read_lines
 from mt_cli.errors import InputError
-from mt_cli.reading import read_lines
 from mt_cli.serve.app import languages_of
 from mt_cli.specials import EOS_ID
 

@@ -8,7 +8,7 @@ import torch
 from test_sampling import sample
 from test_search import VOCAB, random_model, random_sources
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.ensemble import Ensemble
 from mt_cli.decode.sampling import Sampling

@@ -9,7 +9,8 @@ import pytest
 import torch
 from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
-from mt_cli.config import Config, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import Config
 from mt_cli.data import epochs
 from mt_cli.data.batch import Batch
 from mt_cli.data.epochs import DropoutBatches, EpochLoader, FixedBatches, epoch_plan

@@ -15,11 +15,11 @@ from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.engine import output_limit
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.argos import export_argos, package_file
 from mt_cli.export.ctranslate2 import Quantization
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
 
 pytest.importorskip("ctranslate2")
 pytest.importorskip("onnx")

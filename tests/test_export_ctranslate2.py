@@ -14,13 +14,13 @@ from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.engine import output_limit
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.layout import ExportFiles
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import InputError
 from mt_cli.export.ctranslate2 import POSITIONS, Quantization, export_ctranslate2
 from mt_cli.export.runs import ctranslate2_model_dir
-from mt_cli.layout import ExportFiles
 from mt_cli.model.transformer import build_model
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 

@@ -16,17 +16,17 @@ import torch
 from transformers import GenerationConfig, MarianMTModel, MarianTokenizer
 from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, target_ids
 from mt_cli.decode.engine import output_limit
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.huggingface import export_huggingface, marian_model, residual_permutation
 from mt_cli.model.layers import PositionalEncoding
 from mt_cli.model.transformer import Transformer, build_model
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 
 LINES = 30

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from mt_cli.disk.files import AtomicTextOutput, check_output_path, write_json
+from mt_cli.disk.reading import check_input_file
 from mt_cli.errors import InputError, RunFailure
-from mt_cli.files import AtomicTextOutput, check_output_path, write_json
-from mt_cli.reading import check_input_file
 
 
 def test_atomic_output_appears_only_when_committed(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ FULL_DISK = """
 import resource, sys
 from pathlib import Path
 from mt_cli.errors import RunFailure
-from mt_cli.files import AtomicTextOutput, atomic_write_bytes
+from mt_cli.disk.files import AtomicTextOutput, atomic_write_bytes
 resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
 target = Path(sys.argv[1])
 

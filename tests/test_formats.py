@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
-from mt_cli.config import DataConfig, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import DataConfig
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.formats import hub_pairs, table_pairs
 from mt_cli.data.prepare import prepare_corpus

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.model.layers import (
     CrossAttention,
     DecoderLayer,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from mt_cli.disk.layout import RunDir, run_and_checkpoint, tokenizer_file
 from mt_cli.errors import CheckpointError
-from mt_cli.layout import RunDir, run_and_checkpoint, tokenizer_file
 
 
 def test_a_run_is_named_with_or_without_a_checkpoint(tmp_path: Path) -> None:

@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
-from mt_cli.config import Config, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import Config
 from mt_cli.data.epochs import DropoutBatches, EpochLoader, epoch_plan
 from mt_cli.data.mixing import MixedBatches, MixedCorpus
 from mt_cli.data.prepare import load_more_directions, prepare_corpora, training_corpus, training_data
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import DataError
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
 
 
 def two_corpora(weights: tuple[float, float], *overrides: str) -> Config:

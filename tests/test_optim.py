@@ -9,7 +9,8 @@ import pytest
 import torch
 from conftest import CONFIGS
 
-from mt_cli.config import TrainConfig, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import TrainConfig
 from mt_cli.errors import ConfigError
 from mt_cli.train.optim import decay_horizon, learning_rate, make_optimizer, parameter_groups
 

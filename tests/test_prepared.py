@@ -14,15 +14,16 @@ import pytest
 import torch
 from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
-from mt_cli.config import Config, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import Config
 from mt_cli.data.batch import source_ids, target_ids
 from mt_cli.data.corpus import train_pairs
 from mt_cli.data.dataset import encode_pairs, short_enough
 from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.prepare import prepare_corpus, prepared_directory, prepared_recipe
 from mt_cli.data.prepared import MANIFEST, PreparedCorpus, write_prepared
+from mt_cli.disk.reading import read_lines
 from mt_cli.errors import CheckpointError, DataError, RunFailure
-from mt_cli.reading import read_lines
 
 
 def tiny(*overrides: str) -> Config:
@@ -223,7 +224,7 @@ def test_ctrl_c_in_mt_prepare_leaves_nothing_to_reuse_and_a_rerun_starts_clean(
 
 
 def test_a_tagged_corpus_keeps_its_tags_in_the_pieces_and_the_text(tmp_path: Path) -> None:
-    from mt_cli.config import TokenizerConfig
+    from mt_cli.config.sections import TokenizerConfig
     from mt_cli.text.tokenizer import train_tokenizer
 
     lines = read_lines(CONFIGS.parent / "data" / "multi30k" / "val.de.gz")[:300]

@@ -18,8 +18,8 @@ import pytest
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.reading import read_lines
 from mt_cli.errors import RunFailure
-from mt_cli.reading import read_lines
 from mt_cli.tools.engines import child_pids
 
 
@@ -111,7 +111,7 @@ def test_a_dead_worker_is_one_error_and_the_next_call_forks_new_ones(
 SCRIPT = """
 import dataclasses, sys
 from mt_cli.decode.translator import Translator
-from mt_cli.reading import read_lines
+from mt_cli.disk.reading import read_lines
 t = Translator.from_run(sys.argv[1], device="cpu")
 decode = dataclasses.replace(t.card.decode, max_tokens=200)
 t = dataclasses.replace(t, card=dataclasses.replace(t.card, decode=decode), processes=2)

@@ -11,9 +11,9 @@ import pytest
 import torch
 from conftest import CONFIGS, FAST_TRAINING
 
-from mt_cli.config import load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import ConfigError
-from mt_cli.layout import RunDir
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.progress import TENSORBOARD_SCALARS, MetricsLog
 from mt_cli.train.run import train

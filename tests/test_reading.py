@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mt_cli.disk.reading import batched, count_lines, open_bytes, read_lines, stream_file_lines, stream_lines
 from mt_cli.errors import DataError, InputError
-from mt_cli.reading import batched, count_lines, open_bytes, read_lines, stream_file_lines, stream_lines
 
 
 def test_read_lines_splits_on_newline_only(tmp_path: Path) -> None:

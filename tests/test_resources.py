@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mt_cli.config import load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import RECIPES, SHIPPED_MULTI30K, recipe_names, resolve_recipe
 from mt_cli.errors import ConfigError
-from mt_cli.reading import read_lines
-from mt_cli.resources import RECIPES, SHIPPED_MULTI30K, recipe_names, resolve_recipe
 
 
 def test_named_recipes_resolve_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

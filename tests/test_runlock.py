@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from mt_cli.disk.runlock import RunLock, make_run_directory, read_holder, writes_into
 from mt_cli.errors import CheckpointError, InputError
-from mt_cli.runlock import RunLock, make_run_directory, read_holder, writes_into
 
 # A process that takes the lock, says so, and waits for its stdin to close; then it dies without
 # releasing anything (os._exit), as a killed or crashed `mt train` would.
 HOLDER = """
 import os, sys
 from pathlib import Path
-from mt_cli.runlock import RunLock
+from mt_cli.disk.runlock import RunLock
 RunLock(Path(sys.argv[1]), "train").acquire()
 print("locked", flush=True)
 sys.stdin.read()

@@ -13,8 +13,8 @@ from conftest import CONFIGS
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 runner = CliRunner()
 
@@ -38,9 +38,9 @@ def test_mean_nll_of_the_val_references_is_the_logged_val_loss(trained_run: Path
     """A one-epoch run in fp32 with label smoothing 0 (tokenizers reused from the trained run):
     `mt score` of every val pair, with the checkpoint of that validation, gives the loss in
     metrics.jsonl (the same pairs, cut the same way, one NLL per real target token)."""
-    from mt_cli.config import load_config
+    from mt_cli.config.recipe import load_config
     from mt_cli.data.prepare import load_eval_splits
-    from mt_cli.layout import RunDir
+    from mt_cli.disk.layout import RunDir
     from mt_cli.train.run import train
 
     run = tmp_path / "run"

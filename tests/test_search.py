@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, pad_sources
 from mt_cli.decode.search import (
     beam_search,

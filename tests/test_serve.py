@@ -30,8 +30,8 @@ import httpx
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 READY = re.compile(r"^mt serve: .* at (http://\S+)")
 MAX_CHARS = 400

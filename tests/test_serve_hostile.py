@@ -22,8 +22,8 @@ import httpx
 import pytest
 from test_serve import ServeProcess, sentences_of_one_length, start_server
 
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 KEY = "k-real"
 COMMENTS = ["# staging key, disabled", "#k-old"]

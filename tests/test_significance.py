@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
-from mt_cli.reading import read_lines
-from mt_cli.resources import SHIPPED_MULTI30K
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 # "17.08 (17.09 ± 1.79)" and "(p = 0.0010)*": a score with its bootstrap mean and 95% CI, a p-value.
 CELL = re.compile(r"\d+\.\d+ \(\d+\.\d+ ± \d+\.\d+\)")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from mt_cli.config import Config, DataConfig, TokenizerConfig
+from mt_cli.config.sections import Config, DataConfig, TokenizerConfig
 from mt_cli.errors import CheckpointError
 from mt_cli.text.tokenizer import (
     BOS_ID,
@@ -237,7 +237,7 @@ def test_a_tagged_source_never_has_its_tag_split(tagged: Tokenizer, tiny: Tokeni
 
 
 def test_tags_are_part_of_what_a_tokenizer_is_reused_for(tmp_path: Path) -> None:
-    from mt_cli.config import CorpusConfig
+    from mt_cli.config.sections import CorpusConfig
 
     untagged = _cfg()
     corpora = [CorpusConfig(source="multi30k"), CorpusConfig(source="multi30k", tag="<bt>")]

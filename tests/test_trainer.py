@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from mt_cli.checkpoint import load_checkpoint, save_checkpoint
 from mt_cli.cli import app
-from mt_cli.config import load_config
+from mt_cli.config.recipe import load_config
 from mt_cli.data.batch import source_ids, target_ids
 from mt_cli.decode.evaluate import evaluate_run
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError, TrainingError
-from mt_cli.layout import RunDir
 from mt_cli.model.loss import token_loss
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.optim import learning_rate

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import DecoderCache
 from mt_cli.model.transformer import Transformer, build_model, count_parameters
 

@@ -157,7 +157,7 @@ def test_length_penalty_option(trained_run: Path, tmp_path: Path) -> None:
 def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: Path) -> None:
     import sacrebleu
 
-    from mt_cli.reading import read_lines
+    from mt_cli.disk.reading import read_lines
 
     hyps_path = tmp_path / "hyps.en"
     result = invoke(
@@ -192,7 +192,7 @@ def test_eval_reproduces_sacrebleu(trained_run: Path, tmp_path: Path, data_dir: 
 
 def test_average_command(trained_run: Path, tmp_path: Path) -> None:
     from mt_cli.checkpoint import load_checkpoint
-    from mt_cli.layout import RunDir
+    from mt_cli.disk.layout import RunDir
 
     kept = RunDir(trained_run).step_checkpoints()[-2:]
     output = tmp_path / "avg.pt"
@@ -244,7 +244,7 @@ def test_errors_are_one_line_with_exit_2(trained_run: Path, tmp_path: Path) -> N
 
 def test_train_writes_the_run_directory(trained_run: Path) -> None:
     from mt_cli.checkpoint import load_checkpoint
-    from mt_cli.config import load_config
+    from mt_cli.config.recipe import load_config
 
     assert load_config(trained_run / "config.yaml").run_dir == str(trained_run)
     for name in (

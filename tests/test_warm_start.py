@@ -20,11 +20,13 @@ import torch
 from conftest import CONFIGS, quiet
 
 from mt_cli.checkpoint import load_checkpoint
-from mt_cli.config import ModelCard, ParentCard, TrainConfig, card_from_dict, config_to_dict, load_config
-from mt_cli.files import file_sha256
-from mt_cli.layout import RunDir
+from mt_cli.config.card import ModelCard, ParentCard, card_from_dict
+from mt_cli.config.recipe import config_to_dict, load_config
+from mt_cli.config.rules import FREEZABLE
+from mt_cli.config.sections import TrainConfig
+from mt_cli.disk.files import file_sha256
+from mt_cli.disk.layout import RunDir
 from mt_cli.model.transformer import build_model
-from mt_cli.rules import FREEZABLE
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.optim import learning_rate
 from mt_cli.train.run import prepare, prepare_data, train

@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from mt_cli import __version__
 from mt_cli.cli import export, recipe, scoring, serve, tools, translation
 from mt_cli.cli.common import app
+from mt_cli.version import __version__
 
 
 def _print_version(value: bool) -> None:

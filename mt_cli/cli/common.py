@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar, get_type_hints
 import typer
 from typer.models import OptionInfo
 
-from mt_cli.config import Config
+from mt_cli.config.sections import Config
 from mt_cli.errors import EXIT_INTERRUPTED, InputError, MtError
 
 app = typer.Typer(

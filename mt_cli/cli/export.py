@@ -45,9 +45,9 @@ def export(
     Exit codes: 2 for a bad run, output or option, or a run another mt command is writing; 3 if
     the output cannot be written midway (disk full). Only the output is written: no checkpoint changes.
     """
-    from mt_cli.files import check_output_path, writing
-    from mt_cli.layout import RunDir
-    from mt_cli.runlock import RunLock, writes_into
+    from mt_cli.disk.files import check_output_path, writing
+    from mt_cli.disk.layout import RunDir
+    from mt_cli.disk.runlock import RunLock, writes_into
 
     rundir = RunDir(run)
     if not rundir.root.is_dir():  # before anything is made: a typo in --run creates nothing
@@ -69,7 +69,7 @@ def export(
 
 
 def _default_output(run: Path, export_format: ExportFormat, quantization: Quantization) -> Path:
-    from mt_cli.layout import RunDir
+    from mt_cli.disk.layout import RunDir
 
     exports = RunDir(run).exports
     if export_format is ExportFormat.HUGGINGFACE:

@@ -17,9 +17,10 @@ from mt_cli.cli.common import (
     log,
     user_errors,
 )
-from mt_cli.config import Config, load_config
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import Config
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import EXIT_INTERRUPTED, CheckpointError, ConfigError
-from mt_cli.layout import RunDir
 
 
 @user_errors
@@ -101,7 +102,7 @@ def config(config: ConfigOption = DEFAULT_RECIPE, overrides: SetOption = None) -
     """Print the resolved config of a recipe with its overrides (YAML), without training."""
     import yaml
 
-    from mt_cli.config import config_to_dict
+    from mt_cli.config.recipe import config_to_dict
 
     cfg = load_config(config, overrides or [])
     typer.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False, allow_unicode=True), nl=False)

@@ -27,9 +27,9 @@ from mt_cli.cli.engines import (
 )
 from mt_cli.cli.translation import BufferOption, TgtLangOption, _write
 from mt_cli.decode.engine import EngineKind
+from mt_cli.disk.files import AtomicTextOutput, check_output_path
+from mt_cli.disk.reading import check_input_file
 from mt_cli.errors import InputError
-from mt_cli.files import AtomicTextOutput, check_output_path
-from mt_cli.reading import check_input_file
 
 Pairs = tuple[list[str], list[str]]
 
@@ -94,7 +94,7 @@ def _check_paths(
     src: Path | None, tgt: Path | None, input_file: Path | None, output_file: Path | None
 ) -> None:
     """Every path of ``mt score``, and --src/--tgt line counts, before the run is loaded."""
-    from mt_cli.reading import count_lines
+    from mt_cli.disk.reading import count_lines
 
     if (src is None) != (tgt is None):
         raise InputError("--src and --tgt go together: give both files, or a TSV with --input")
@@ -122,7 +122,7 @@ def _pair_chunks(
     src: Path | None, tgt: Path | None, input_file: Path | None, buffer_size: int
 ) -> Iterator[Pairs]:
     """(sources, targets) in chunks of ``buffer_size`` lines, from the files or a TSV (or stdin)."""
-    from mt_cli.reading import stream_file_lines, stream_lines
+    from mt_cli.disk.reading import stream_file_lines, stream_lines
 
     if src is not None and tgt is not None:
         pairs = _zipped(stream_file_lines(src), stream_file_lines(tgt), src, tgt)

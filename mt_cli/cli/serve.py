@@ -146,7 +146,7 @@ def serve(
 
 
 def _read_keys(path: Path) -> frozenset[str]:
-    from mt_cli.reading import check_input_file, read_lines
+    from mt_cli.disk.reading import check_input_file, read_lines
 
     check_input_file(path, "--api-keys")
     # A comment line is no key: "# staging" would otherwise let anyone who sends it in.

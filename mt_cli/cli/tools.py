@@ -23,8 +23,8 @@ from mt_cli.cli.common import (
     run_from,
     user_errors,
 )
+from mt_cli.disk.files import check_output_path
 from mt_cli.errors import CheckpointError, InputError
-from mt_cli.files import check_output_path
 
 RunArgument = Annotated[
     Path | None, typer.Argument(help="Run directory (the same as --run).", show_default=False)
@@ -63,8 +63,8 @@ def average(
     output: AverageOption = None,
 ) -> None:
     """Average checkpoint parameters into a new checkpoint (use it with --checkpoint average)."""
-    from mt_cli.layout import RunDir
-    from mt_cli.runlock import RunLock, writes_into
+    from mt_cli.disk.layout import RunDir
+    from mt_cli.disk.runlock import RunLock, writes_into
 
     rundir = RunDir(run_from(run_argument, run))
     if not files and not rundir.root.is_dir():
@@ -104,7 +104,7 @@ def bench(
 ) -> None:
     """Measure training and translation speed and memory against a textbook nn.Transformer, or
     (--engines) a run's translation speed, BLEU, size and memory in mt and in each export."""
-    from mt_cli.files import write_json
+    from mt_cli.disk.files import write_json
     from mt_cli.tools.bench import BenchPlan, run_bench
     from mt_cli.tools.timing import format_report
 

@@ -41,9 +41,9 @@ from mt_cli.cli.engines import (
     open_model,
 )
 from mt_cli.decode.engine import EngineKind
+from mt_cli.disk.files import AtomicTextOutput, check_output_path
+from mt_cli.disk.reading import check_input_file
 from mt_cli.errors import InputError, RunFailure
-from mt_cli.files import AtomicTextOutput, check_output_path
-from mt_cli.reading import check_input_file
 
 if TYPE_CHECKING:
     from mt_cli.decode.engine import Engine
@@ -177,7 +177,7 @@ def _input_chunks(
     text: str | None, input_file: Path | None, buffer_size: int
 ) -> tuple[Iterator[list[str]], int | None]:
     """(chunks of input lines, the number of lines if known) from the argument, a file or stdin."""
-    from mt_cli.reading import batched, count_lines, stream_file_lines, stream_lines, text_lines
+    from mt_cli.disk.reading import batched, count_lines, stream_file_lines, stream_lines, text_lines
 
     if text is not None:
         return iter([text_lines(text) or [""]]), None

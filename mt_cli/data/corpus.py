@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mt_cli.config import CorpusConfig, DataConfig
+from mt_cli.config.data_rules import SPLITS
+from mt_cli.config.sections import CorpusConfig, DataConfig
 from mt_cli.data import synthetic
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
-from mt_cli.data_rules import SPLITS
+from mt_cli.disk.reading import open_bytes
+from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import DataError
-from mt_cli.reading import open_bytes
-from mt_cli.resources import SHIPPED_MULTI30K
 
 if TYPE_CHECKING:
     import datasets

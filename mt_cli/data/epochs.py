@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from mt_cli.config import Config
+from mt_cli.config.sections import Config
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.dataset import within_max_len
 from mt_cli.data.mixing import MixedBatches, MixedCorpus

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mt_cli.disk.reading import check_readable_file, open_bytes
 from mt_cli.errors import DataError
-from mt_cli.reading import check_readable_file, open_bytes
 
 Pair = tuple[str | None, str | None]  # None: the side's bytes were not UTF-8 (dropped and counted)
 PARQUET_BATCH = 8192  # rows read at a time: bounded memory whatever the file's size

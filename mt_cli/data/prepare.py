@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mt_cli.config import Config, CorpusConfig
+from mt_cli.config.sections import Config, CorpusConfig
 from mt_cli.data import synthetic
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.formats import Pair
 from mt_cli.data.mixing import MixedCorpus
 from mt_cli.data.prepared import PreparedCorpus, prepared_key, write_prepared
+from mt_cli.disk.files import file_sha256
+from mt_cli.disk.layout import RunDir
+from mt_cli.disk.reading import batched
 from mt_cli.errors import DataError
-from mt_cli.files import file_sha256
-from mt_cli.layout import RunDir
-from mt_cli.reading import batched
 from mt_cli.text.tags import check_tags, corpus_prefix, source_tags
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.filters import Filtered, PairFilter, SeenPairs, encodable
+from mt_cli.disk.files import json_digest, temporary_directory_next_to, write_json, writing
 from mt_cli.errors import CheckpointError, DataError
-from mt_cli.files import json_digest, temporary_directory_next_to, write_json, writing
 from mt_cli.text.tokenizer import Tokenizer
 
 FORMAT = 2  # bump when the layout changes: older prepared corpora are then rebuilt

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mt_cli.config import CorpusConfig
+from mt_cli.config.sections import CorpusConfig
+from mt_cli.disk.files import file_sha256, json_digest
+from mt_cli.disk.layout import RunDir, run_and_checkpoint
+from mt_cli.disk.reading import check_readable_file
 from mt_cli.errors import CheckpointError, DataError
-from mt_cli.files import file_sha256, json_digest
-from mt_cli.layout import RunDir, run_and_checkpoint
-from mt_cli.reading import check_readable_file
 
 FORMAT = 1  # bump when the layout or the meaning of a key changes: older caches are then remade
 TEXT, TRANSLATION, PROVENANCE = "text.txt", "translation.txt", "provenance.json"

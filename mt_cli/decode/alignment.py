@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from mt_cli.specials import BOS_ID, PAD_ID
+from mt_cli.specials import BOS_ID, PAD_ID, WORD_START
 
 if TYPE_CHECKING:  # search imports this module for cross_attention
     from mt_cli.decode.search import Decoder
-
-WORD_START = "\u2581"  # SentencePiece's "▁": the piece begins a new word
 
 
 @torch.inference_mode()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mt_cli.config import ModelCard, card_from_dict
+from mt_cli.config.card import ModelCard, card_from_dict
 from mt_cli.decode.engine import (
     CardEngine,
     Warn,
@@ -30,8 +30,8 @@ from mt_cli.decode.engine import (
     target_pieces,
 )
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
+from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import CheckpointError, InputError
-from mt_cli.layout import ExportFiles
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.text.tokenizer import Tokenizer
 

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from mt_cli.config import ModelCard
+from mt_cli.config.card import ModelCard
 from mt_cli.decode.results import (
     DEFAULT_OPTIONS,
     Alignment,

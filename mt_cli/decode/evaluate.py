@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mt_cli.config import DataConfig
+from mt_cli.config.sections import DataConfig
 from mt_cli.decode.engine import Engine
 from mt_cli.decode.results import target_language
 from mt_cli.errors import InputError
@@ -114,7 +114,7 @@ def evaluate_run(
     direction ``languages`` (source, target) name (``direction_of``)."""
     from tqdm import tqdm
 
-    from mt_cli.reading import batched
+    from mt_cli.disk.reading import batched
 
     if (src is None) != (ref is None):
         raise InputError("--src and --ref go together: give both files or neither")
@@ -153,7 +153,7 @@ def score_files(hyp: Path, ref: Path) -> Scores:
 def paired_files(first: Path, ref: Path, option: str) -> tuple[list[str], list[str], str]:
     """(lines of ``first``, lines of ``ref``, the name of ``first``); a different number of lines
     is an InputError that names both files and both counts."""
-    from mt_cli.reading import check_input_file, read_lines
+    from mt_cli.disk.reading import check_input_file, read_lines
 
     check_input_file(first, option)
     check_input_file(ref, "--ref")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from mt_cli.errors import InputError
 
 if TYPE_CHECKING:  # sampling imports torch; an annotation needs none of it
-    from mt_cli.config import DataConfig, DecodeConfig
+    from mt_cli.config.sections import DataConfig, DecodeConfig
     from mt_cli.decode.sampling import Sampling
 
 # (source word, target word) pairs, 0-based over whitespace-separated words, sorted.

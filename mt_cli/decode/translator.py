@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from mt_cli.checkpoint import checkpoint_card, load_checkpoint
-from mt_cli.config import ModelCard
+from mt_cli.config.card import ModelCard
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
 from mt_cli.decode import search
@@ -35,14 +35,13 @@ from mt_cli.decode.processes import BatchPool, default_processes
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.decode.scoring import force_decode
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError, InputError
-from mt_cli.layout import RunDir
 from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.runtime.device import amp_dtype, autocast, inference_dtype, resolve_device
 from mt_cli.runtime.precision import ComputeType
+from mt_cli.specials import EOS_PIECE
 from mt_cli.text.tokenizer import Tokenizer
-
-EOS_PIECE = "</s>"
 
 
 def _argmax(logits: Tensor, rows: Tensor) -> Tensor:

@@ -34,16 +34,16 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from mt_cli import __version__
-from mt_cli.data_rules import target_tag
+from mt_cli.disk.files import atomic_write_bytes, temporary_directory_next_to, write_json
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.ctranslate2 import export_ctranslate2
 from mt_cli.export.quantization import Quantization
 from mt_cli.export.sentences import sentence_splitter
-from mt_cli.files import atomic_write_bytes, temporary_directory_next_to, write_json
+from mt_cli.specials import target_tag
+from mt_cli.version import __version__
 
 if TYPE_CHECKING:
-    from mt_cli.config import ModelCard
+    from mt_cli.config.card import ModelCard
     from mt_cli.decode.translator import Translator
 
 SUFFIX = ".argosmodel"

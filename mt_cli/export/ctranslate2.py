@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from torch import nn
 
-from mt_cli.config import config_to_dict
+from mt_cli.config.recipe import config_to_dict
+from mt_cli.disk.files import temporary_directory_next_to, write_json
+from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.quantization import Quantization
-from mt_cli.files import temporary_directory_next_to, write_json
-from mt_cli.layout import ExportFiles
 from mt_cli.model.layers import (
     CrossAttention,
     DecoderLayer,

@@ -38,18 +38,18 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor, nn
 
-from mt_cli.config import config_to_dict
+from mt_cli.config.recipe import config_to_dict
+from mt_cli.disk.files import temporary_directory_next_to, write_json, writing
+from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import ConfigError, InputError, RunFailure
 from mt_cli.export.marian_files import readme, save_tokenizer
-from mt_cli.files import temporary_directory_next_to, write_json, writing
-from mt_cli.layout import ExportFiles
 from mt_cli.model.layers import CrossAttention, DecoderLayer, EncoderLayer, FeedForward, SelfAttention
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
     from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
-    from mt_cli.config import ModelCard
+    from mt_cli.config.card import ModelCard
     from mt_cli.decode.translator import Translator
     from mt_cli.model.transformer import Transformer
 

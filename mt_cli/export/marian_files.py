@@ -9,14 +9,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mt_cli.data_rules import target_tag
-from mt_cli.layout import ExportFiles
+from mt_cli.disk.layout import ExportFiles
+from mt_cli.specials import target_tag
 from mt_cli.text.tags import tagged_targets
 
 if TYPE_CHECKING:
     from sentencepiece import SentencePieceProcessor
 
-    from mt_cli.config import ModelCard
+    from mt_cli.config.card import ModelCard
     from mt_cli.decode.translator import Translator
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.files import file_sha256, writing
+from mt_cli.disk.layout import ExportFiles, RunDir
 from mt_cli.errors import CheckpointError
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
-from mt_cli.files import file_sha256, writing
-from mt_cli.layout import ExportFiles, RunDir
 
 
 def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message: None) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 
 
 def training_flops(cfg: ModelConfig, tgt_vocab_size: int, src_lengths: Tensor, tgt_lengths: Tensor) -> float:

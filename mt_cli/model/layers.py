@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import LayerCache
 from mt_cli.model.dropout import Dropout
 

@@ -24,7 +24,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import DecoderCache
 from mt_cli.model.dropout import Dropout, TokenDropout
 from mt_cli.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding

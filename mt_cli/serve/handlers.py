@@ -18,8 +18,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mt_cli.serve.api import ApiError, show
 from mt_cli.serve.batcher import Closed, QueueFull
+from mt_cli.serve.parse import ApiError, show
 
 logger = logging.getLogger("mt.serve")
 

@@ -6,20 +6,18 @@ and reuse live in ``text.tokenizer`` (which exports ``Tokenizer`` too).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import sentencepiece as spm
 
 from mt_cli.errors import CheckpointError
-from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, TAG_PATTERN, UNK_ID
 
 # SentencePiece puts user-defined symbols right after the specials (ids 4, 5, ...), before any
 # learned piece, and a learned piece there is a short merge (BPE) or a frequent character
 # (unigram), never "<word>": so the pieces of that shape from id 4 on are the run's tags.
 _FIRST_USER_ID = 4
-_TAG_PIECE = re.compile(r"<[^<>\s]+>")
 
 
 class Tokenizer:
@@ -31,7 +29,7 @@ class Tokenizer:
         self.tags: dict[str, int] = {}  # user-defined symbols (``text.tags``): piece -> id
         for index in range(_FIRST_USER_ID, processor.get_piece_size()):
             piece = processor.id_to_piece(index)
-            if _TAG_PIECE.fullmatch(piece) is None:
+            if TAG_PATTERN.fullmatch(piece) is None:
                 break
             self.tags[piece] = index
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mt_cli.data_rules import target_tag
 from mt_cli.errors import DataError
-from mt_cli.specials import UNK_ID
+from mt_cli.specials import UNK_ID, target_tag
 
 if TYPE_CHECKING:
-    from mt_cli.config import CorpusConfig, DataConfig
+    from mt_cli.config.sections import CorpusConfig, DataConfig
     from mt_cli.text.pieces import Tokenizer
 
 

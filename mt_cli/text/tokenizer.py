@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import sentencepiece as spm
 
+from mt_cli.disk.files import atomic_write_bytes, write_json, writing
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError, DataError
-from mt_cli.files import atomic_write_bytes, write_json, writing
-from mt_cli.layout import RunDir
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mt_cli.text.pieces import Tokenizer
 from mt_cli.text.tags import source_tags
 
 if TYPE_CHECKING:
-    from mt_cli.config import Config, TokenizerConfig
+    from mt_cli.config.sections import Config, TokenizerConfig
 
 
 # The trainer records num_threads inside the model proto, so a machine-dependent value would

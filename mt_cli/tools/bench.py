@@ -36,14 +36,16 @@ from typing import Any
 
 import torch
 
-from mt_cli.config import Config, ModelCard, load_config
+from mt_cli.config.card import ModelCard
+from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import Config
 from mt_cli.data.batch import Batch, pad_sources
 from mt_cli.data.corpus import load_corpus
 from mt_cli.data.dataset import EncodedPairs, encode_pairs, short_enough
 from mt_cli.data.sampler import TokenBatchSampler
 from mt_cli.decode.search import beam_search, greedy_search, max_output_lengths
 from mt_cli.decode.translator import Translator
-from mt_cli.layout import RunDir
+from mt_cli.disk.layout import RunDir
 from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters

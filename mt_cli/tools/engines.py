@@ -29,10 +29,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mt_cli.config import card_from_dict
+from mt_cli.config.card import card_from_dict
 from mt_cli.decode.engine import Engine, output_limit
+from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import RunFailure
-from mt_cli.layout import ExportFiles
 
 GNU_TIME = "/usr/bin/time"  # its -v report is the peak RSS of the one process it runs
 WARM_UP_LINES = 32

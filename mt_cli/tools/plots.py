@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from mt_cli.disk.files import atomic_write_bytes
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import InputError
-from mt_cli.files import atomic_write_bytes
-from mt_cli.layout import RunDir
+from mt_cli.specials import WORD_START
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-WORD_START = "\u2581"  # SentencePiece's "▁": the piece begins a new word
 CONTINUATION = "\u00b7"  # "·" marks a piece that continues the previous word
 ROW_SUM_TOLERANCE = 1e-2  # attention computed under bf16 autocast sums to 1 only to ~3 digits
 DPI = 150

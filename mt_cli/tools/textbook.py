@@ -40,7 +40,7 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor, nn
 
-from mt_cli.config import ModelConfig
+from mt_cli.config.sections import ModelConfig
 from mt_cli.model.transformer import Transformer
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 

@@ -25,15 +25,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mt_cli import __version__
-from mt_cli.config import Config, CorpusConfig
+from mt_cli.config.sections import Config, CorpusConfig
 from mt_cli.data import synthetic
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
+from mt_cli.disk.files import check_output_path, temporary_directory_next_to, write_json
+from mt_cli.disk.reading import batched, count_lines, stream_file_lines
 from mt_cli.errors import CheckpointError, ConfigError, DataError, InputError, MtError
-from mt_cli.files import check_output_path, temporary_directory_next_to, write_json
-from mt_cli.reading import batched, count_lines, stream_file_lines
+from mt_cli.version import __version__
 
 CHUNK = 10_000  # lines per translate call: sorted by length inside it, so its batches are full
 

@@ -8,7 +8,7 @@ import math
 import torch
 from torch import nn
 
-from mt_cli.config import TrainConfig
+from mt_cli.config.sections import TrainConfig
 
 
 def learning_rate(step: int, cfg: TrainConfig, d_model: int, elapsed: float = 0.0) -> float:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from mt_cli.disk.files import writing
 from mt_cli.errors import ConfigError
-from mt_cli.files import writing
 
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter

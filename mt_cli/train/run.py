@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from mt_cli.config import Config, save_config
+from mt_cli.config.recipe import save_config
+from mt_cli.config.sections import Config
 from mt_cli.data.corpus import train_fingerprint
 from mt_cli.data.mixing import MixedCorpus
 from mt_cli.data.prepare import (
@@ -34,9 +35,9 @@ from mt_cli.data.prepare import (
     training_data,
 )
 from mt_cli.data.prepared import PreparedCorpus
+from mt_cli.disk.layout import RunDir
+from mt_cli.disk.runlock import RunLock, make_run_directory
 from mt_cli.errors import CheckpointError, InputError
-from mt_cli.layout import RunDir
-from mt_cli.runlock import RunLock, make_run_directory
 from mt_cli.runtime.device import amp_dtype, resolve_device
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.text.tokenizer import (

@@ -18,12 +18,13 @@ from contextlib import nullcontext
 import torch
 
 from mt_cli.checkpoint import load_checkpoint, save_checkpoint
-from mt_cli.config import Config, config_to_dict
+from mt_cli.config.recipe import config_to_dict
+from mt_cli.config.sections import Config
 from mt_cli.data.batch import Batch
 from mt_cli.data.epochs import EpochLoader, epoch_plan
 from mt_cli.data.prepare import TrainingData
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError, TrainingError
-from mt_cli.layout import RunDir
 from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters

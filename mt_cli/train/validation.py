@@ -23,15 +23,17 @@ import torch
 from torch import nn
 
 from mt_cli.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
-from mt_cli.config import Config, ModelCard, config_to_dict
+from mt_cli.config.card import ModelCard
+from mt_cli.config.recipe import config_to_dict
+from mt_cli.config.sections import Config
 from mt_cli.data.batch import source_ids, target_ids
 from mt_cli.data.dataset import EncodedPairs
 from mt_cli.data.prepare import EvalSet, TrainingData
 from mt_cli.data.sampler import TokenBatchSampler
 from mt_cli.decode.evaluate import evaluate
 from mt_cli.decode.translator import Translator
-from mt_cli.files import write_json
-from mt_cli.layout import RunDir
+from mt_cli.disk.files import write_json
+from mt_cli.disk.layout import RunDir
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.runtime.device import amp_dtype, autocast

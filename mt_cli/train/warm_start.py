@@ -26,12 +26,13 @@ import torch
 from torch import nn
 
 from mt_cli.checkpoint import checkpoint_card, load_checkpoint
-from mt_cli.config import Config, ModelCard, ModelConfig, ParentCard, TokenizerConfig
+from mt_cli.config.card import ModelCard, ParentCard
+from mt_cli.config.schema import build
+from mt_cli.config.sections import Config, ModelConfig, TokenizerConfig
+from mt_cli.disk.files import atomic_write_bytes, file_sha256
+from mt_cli.disk.layout import RunDir, run_and_checkpoint
 from mt_cli.errors import CheckpointError, ConfigError
-from mt_cli.files import atomic_write_bytes, file_sha256
-from mt_cli.layout import RunDir, run_and_checkpoint
 from mt_cli.model.transformer import Transformer
-from mt_cli.schema import build
 
 if TYPE_CHECKING:
     from mt_cli.train.trainer import Trainer

@@ -11,19 +11,9 @@ rules are ``data_rules``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from mt_cli.data_rules import check_data
+from mt_cli.config.data_rules import check_data
+from mt_cli.config.sections import Config, DecodeConfig, ModelConfig, TokenizerConfig, TrainConfig
 from mt_cli.errors import require
-
-if TYPE_CHECKING:
-    from mt_cli.config import (
-        Config,
-        DecodeConfig,
-        ModelConfig,
-        TokenizerConfig,
-        TrainConfig,
-    )
 
 FREEZABLE = ("encoder", "embeddings", "decoder", "output")  # the choices of config.TrainConfig.freeze
 _PROBABILITIES = (

@@ -1,28 +1,12 @@
-"""Strict, frozen configuration: one dataclass per YAML section, and a trained model's card.
-
-Every key a recipe may hold is a field here, with its type and default. Loading rejects unknown
-keys (suggesting the closest valid one), wrong types and values outside their choices
-(``schema``) and inconsistent combinations (``rules``), each as a ``ConfigError`` naming the key.
-
-``ModelCard`` is what a trained model says about itself: its architecture, languages, tokenizer
-files, corpus and decoding defaults. Inference (translate, eval, and later export and serving)
-reads the card, never the training recipe.
-"""
+"""The recipe's sections: one frozen dataclass per YAML section, every key a field with its type
+and default. ``recipe`` reads and writes them, ``schema`` checks types and choices, ``rules``
+and ``data_rules`` the values and combinations that types cannot express."""
 
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
-
-import yaml
-
-from mt_cli.errors import ConfigError
-from mt_cli.layout import tokenizer_file
-from mt_cli.rules import check_data, check_decode, check_model, check_recipe
-from mt_cli.schema import apply_override, build
+from typing import Literal
 
 Source = Literal["multi30k", "files", "table", "hub"]
 # A corpus entry may also be made by translating text with another run (train/backtranslation.py).
@@ -219,96 +203,3 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
-
-
-def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Config:
-    """Read a YAML recipe (a path, or the name of a shipped one such as ``multi30k``), apply
-    ``section.key=value`` overrides, validate everything."""
-    from mt_cli.resources import resolve_recipe
-
-    path = resolve_recipe(path)
-    if path.is_dir():
-        raise ConfigError(f"config {path} is a directory; give a YAML file such as {path / 'config.yaml'}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError as err:
-        raise ConfigError(f"cannot read config {path}: {err.strerror or err}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must hold a mapping of sections, not {type(raw).__name__}")
-    for item in overrides:
-        apply_override(raw, item)
-    return config_from_dict(raw)
-
-
-def config_from_dict(raw: dict[str, Any]) -> Config:
-    config = build(Config, raw, prefix="")
-    check_recipe(config)
-    return config
-
-
-def config_to_dict(config: Config | ModelCard) -> dict[str, Any]:
-    """Plain YAML-ready data (tuples become lists) that ``config_from_dict`` or ``card_from_dict`` reads."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {key: plain(v) for key, v in value.items()}
-        return value
-
-    return plain(dataclasses.asdict(config))
-
-
-@dataclass(frozen=True)
-class ParentCard:
-    """The checkpoint a warm-started model began from (``train.init_from``)."""
-
-    run: str  # the parent's run directory, as the recipe named it
-    checkpoint: str  # the checkpoint file the weights came from
-    sha256: str  # of that file when the new run started: says whether it is still the same file
-
-
-@dataclass(frozen=True)
-class ModelCard:
-    """What inference needs to know about a trained model, and nothing of how it was trained."""
-
-    model: ModelConfig
-    data: DataConfig  # its languages and corpus (`mt eval --split` reads the corpus from here)
-    decode: DecodeConfig  # the decoding it was tuned with: beam, length penalty, length limits
-    src_tokenizer: str  # file names in the run directory
-    tgt_tokenizer: str
-    parent: ParentCard | None = None  # None: trained from scratch (and every card older than warm starts)
-
-    @classmethod
-    def of(cls, cfg: Config) -> ModelCard:
-        # One tokenizer per side, named by its language(s): "de", or "de+fr+cs" for a many-to-one model.
-        return cls(cfg.model, cfg.data, cfg.decode, *(tokenizer_file(side) for side in cfg.data.sides()))
-
-
-def card_from_dict(raw: dict[str, Any]) -> ModelCard:
-    """A card saved with ``config_to_dict``, checked by the rules of the sections inference reads."""
-    return _checked(build(ModelCard, raw, prefix=""))
-
-
-def card_from_config_dict(raw: dict[str, Any]) -> ModelCard:
-    """The card of a checkpoint that only saved its training recipe: the recipe's data, model and
-    decode sections, without checking (or even reading) its training sections."""
-    sections = {name: raw.get(name, {}) for name in ("model", "data", "decode")}
-    recipe = build(Config, sections, prefix="")  # the other sections take their defaults
-    return _checked(ModelCard.of(recipe))
-
-
-def _checked(card: ModelCard) -> ModelCard:
-    check_data(card.data)
-    check_model(card.model)
-    check_decode(card.decode, card.model)
-    return card
-
-
-def save_config(config: Config, path: str | Path) -> None:
-    from mt_cli.files import atomic_write_bytes
-
-    text = yaml.safe_dump(config_to_dict(config), sort_keys=False, allow_unicode=True)
-    atomic_write_bytes(Path(path), lambda handle: handle.write(text.encode("utf-8")))

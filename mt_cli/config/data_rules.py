@@ -7,20 +7,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import TYPE_CHECKING
 
+from mt_cli.config.sections import CorpusConfig, DataConfig
 from mt_cli.errors import require
-
-if TYPE_CHECKING:
-    from mt_cli.config import CorpusConfig, DataConfig
+from mt_cli.specials import SPECIAL_PIECES, TAG_PATTERN, target_tag
 
 SPLITS = ("train", "val", "test", "test2016", "test2017", "mscoco2017", "test2018")
 MULTI30K_LANGUAGES = ("de", "en", "fr", "cs")  # task 1 as mt ships it: line i is one sentence in all four
 # The keys of a data.corpora entry that only source=backtranslation reads, and those it never reads.
 TRANSLATION_KEYS = tuple("run text side beam_size sampling top_k top_p temperature seed cache_dir".split())
 _SOURCE_KEYS = ("files", "tables", "columns", "hub", "hub_config", "hub_splits")
-SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")  # the tokenizers' own; a tag cannot be one of them
-_TAG = re.compile(r"<[^<>\s]+>")
 _LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)*")
 
 
@@ -50,11 +46,6 @@ def check_data(d: DataConfig) -> None:
             f"data.tgt_lang say {d.src_lang}->{d.tgt_lang}: the first corpus is the run's direction (its "
             "validation picks best.pt); reorder data.corpora or change data.src_lang/tgt_lang",
         )
-
-
-def target_tag(lang: str) -> str:
-    """The tag that tells a multilingual model which language to write (Johnson et al. 2017)."""
-    return f"<2{lang}>"
 
 
 def _check_single_source_unset(d: DataConfig) -> None:
@@ -93,7 +84,7 @@ def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
     )
     if c.tag is not None:
         require(
-            _TAG.fullmatch(c.tag) is not None and c.tag not in SPECIAL_PIECES,
+            TAG_PATTERN.fullmatch(c.tag) is not None and c.tag not in SPECIAL_PIECES,
             f"{p}tag={c.tag!r} must look like <bt>: one word in angle brackets, not one of "
             f"{', '.join(SPECIAL_PIECES)}",
         )

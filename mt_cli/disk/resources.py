@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mt_cli.errors import ConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # mt_cli/disk/resources.py -> the clone
 RECIPES = PROJECT_ROOT / "configs"
 SHIPPED_MULTI30K = PROJECT_ROOT / "data" / "multi30k"
 
