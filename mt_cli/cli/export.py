@@ -6,12 +6,16 @@ from __future__ import annotations
 import enum
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from mt_cli.cli.common import DEFAULT_RUN, CheckpointOption, RunOption, log, option, user_errors
 from mt_cli.errors import CheckpointError
 from mt_cli.export.quantization import Quantization
+
+if TYPE_CHECKING:
+    from mt_cli.trained import TrainedModel
 
 
 class ExportFormat(str, enum.Enum):
@@ -60,11 +64,11 @@ def export(
             with writing(target.parent):
                 target.parent.mkdir(exist_ok=True)
         check_output_path(target, "--output")
-        from mt_cli.decode.translator import Translator  # torch: only once the paths are known good
+        from mt_cli.trained import load_trained  # torch: only once the paths are known good
 
-        translator = Translator.from_run(run, checkpoint, "cpu", amp="off")
-        written = _write(export_format, translator, target, quantization)
-    log(f"{export_format.value} export of {translator.checkpoint} written to {written}")
+        trained = load_trained(run, checkpoint)  # fp32 on the CPU: an exact export, no decoder
+        written = _write(export_format, trained, target, quantization)
+    log(f"{export_format.value} export of {trained.checkpoint} written to {written}")
     typer.echo(str(written))
 
 
@@ -79,18 +83,20 @@ def _default_output(run: Path, export_format: ExportFormat, quantization: Quanti
     return exports / f"{export_format.value}-{quantization.value}"
 
 
-def _write(export_format: ExportFormat, translator, target: Path, quantization: Quantization) -> Path:
+def _write(
+    export_format: ExportFormat, trained: TrainedModel, target: Path, quantization: Quantization
+) -> Path:
     if export_format is ExportFormat.CTRANSLATE2:
         from mt_cli.export.ctranslate2 import export_ctranslate2
 
-        return export_ctranslate2(translator, target, quantization)
+        return export_ctranslate2(trained, target, quantization)
     if export_format is ExportFormat.HUGGINGFACE:
         from mt_cli.export.huggingface import export_huggingface
 
-        return export_huggingface(translator, target)
+        return export_huggingface(trained, target)
     from mt_cli.export.argos import export_argos
 
-    return export_argos(translator, target, quantization)
+    return export_argos(trained, target, quantization)
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mt_cli.checkpoint import checkpoint_card, load_checkpoint
 from mt_cli.config.card import ModelCard
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
@@ -35,13 +34,13 @@ from mt_cli.decode.processes import BatchPool, default_processes
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.decode.scoring import force_decode
-from mt_cli.disk.layout import RunDir
-from mt_cli.errors import CheckpointError, InputError
-from mt_cli.model.transformer import Transformer, build_model
-from mt_cli.runtime.device import amp_dtype, autocast, inference_dtype, resolve_device
+from mt_cli.errors import InputError
+from mt_cli.model.transformer import Transformer
+from mt_cli.runtime.device import autocast, inference_dtype, resolve_device
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.specials import EOS_PIECE
 from mt_cli.text.tokenizer import Tokenizer
+from mt_cli.trained import TrainedModel, load_trained
 
 
 def _argmax(logits: Tensor, rows: Tensor) -> Tensor:
@@ -65,41 +64,27 @@ class Translator(CardEngine):
     _pool: BatchPool | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
+    def of(
+        cls, trained: TrainedModel, device: str = "auto", compute_type: ComputeType = ComputeType.DEFAULT
+    ) -> Translator:
+        """A translator of ``trained`` on ``device``, computing in ``compute_type``. It takes the
+        model over: moved and cast in place (fp32 on the CPU leaves it as it is)."""
+        target = resolve_device(device)
+        dtype = inference_dtype(target, compute_type)
+        return cls.for_inference(
+            trained.model, trained.src_tok, trained.tgt_tok, trained.card, target, dtype, trained.checkpoint
+        )
+
+    @classmethod
     def from_run(
         cls,
         run_dir: str | Path,
         checkpoint: str | None = None,
         device: str = "auto",
-        amp: str = "auto",
         compute_type: ComputeType = ComputeType.DEFAULT,
     ) -> Translator:
-        """A run's checkpoint (None: best.pt), in ``compute_type`` (or, left at its default, in
-        ``amp``'s autocast dtype: auto | bf16 | fp16 | off)."""
-        run = RunDir(Path(run_dir))
-        if not run.root.is_dir():
-            raise CheckpointError(
-                f"run directory {run.root} does not exist; train one with `mt train --run {run.root}`"
-            )
-        target = resolve_device(device)
-        dtype = (
-            amp_dtype(target, amp)
-            if compute_type is ComputeType.DEFAULT
-            else inference_dtype(target, compute_type)
-        )
-        path = run.find_checkpoint(checkpoint)
-        payload = load_checkpoint(path)
-        card = checkpoint_card(payload, path)
-        src_tok = Tokenizer.load(run.root / card.src_tokenizer, card.data.src_lang)
-        tgt_tok = Tokenizer.load(run.root / card.tgt_tokenizer, card.data.tgt_lang)
-        model = build_model(card.model, src_tok.vocab_size, tgt_tok.vocab_size)
-        try:
-            model.load_state_dict(payload["model"])
-        except RuntimeError as err:
-            raise CheckpointError(
-                f"{path} does not match the tokenizers in {run.root} (vocabularies "
-                f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
-            ) from None
-        return cls.for_inference(model, src_tok, tgt_tok, card, target, dtype, path)
+        """A run's checkpoint (None: best.pt) as ``Translator.of(load_trained(...))`` makes it."""
+        return cls.of(load_trained(run_dir, checkpoint), device, compute_type)
 
     @classmethod
     def for_inference(

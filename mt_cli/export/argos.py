@@ -44,7 +44,7 @@ from mt_cli.version import __version__
 
 if TYPE_CHECKING:
     from mt_cli.config.card import ModelCard
-    from mt_cli.decode.translator import Translator
+    from mt_cli.trained import TrainedModel
 
 SUFFIX = ".argosmodel"
 PACKAGE_VERSION = "1.0"
@@ -70,13 +70,13 @@ def package_file(target: Path) -> Path:
     return target if target.suffix == SUFFIX else target.with_name(target.name + SUFFIX)
 
 
-def export_argos(translator: Translator, target: Path, quantization: Quantization) -> Path:
-    """Write the translator's model as an Argos Translate package and return its path
+def export_argos(trained: TrainedModel, target: Path, quantization: Quantization) -> Path:
+    """Write the trained model as an Argos Translate package and return its path
     (``package_file(target)``, which must not exist)."""
     path = package_file(target)
     if path.exists():
         raise InputError(f"{path} already exists; remove it or choose another --output")
-    data = translator.card.data
+    data = trained.card.data
     if data.uses_target_tags():  # Argos puts nothing before a source: every line would lack its tag
         raise ConfigError(
             "an Argos package cannot tell this model which language to write (it was trained with "
@@ -84,7 +84,7 @@ def export_argos(translator: Translator, target: Path, quantization: Quantizatio
             "translate with `mt translate --engine ctranslate2 --tgt-lang ...`, which adds the tag"
         )
     with temporary_directory_next_to(path) as staging:
-        write_package(translator, staging / package_name(translator.card), quantization)
+        write_package(trained, staging / package_name(trained.card), quantization)
         atomic_write_bytes(path, lambda handle: write_zip(staging, handle))
     return path
 
@@ -95,16 +95,16 @@ def package_name(card: ModelCard) -> str:
     return f"translate-{card.data.src_lang}_{card.data.tgt_lang}-mt"
 
 
-def write_package(translator: Translator, root: Path, quantization: Quantization) -> None:
+def write_package(trained: TrainedModel, root: Path, quantization: Quantization) -> None:
     """The package directory ``root`` (which must not exist), as the zip will hold it."""
-    src = translator.card.data.src_lang
+    src = trained.card.data.src_lang
     root.mkdir()
-    export_ctranslate2(translator, root / "model", quantization)
-    (root / "sentencepiece.model").write_bytes(translator.src_tok.sp.serialized_model_proto())
+    export_ctranslate2(trained, root / "model", quantization)
+    (root / "sentencepiece.model").write_bytes(trained.src_tok.sp.serialized_model_proto())
     (root / "minisbd").mkdir()
     (root / "minisbd" / f"{src}.onnx").write_bytes(sentence_splitter(src))
-    write_json(metadata(translator.card), root / "metadata.json")
-    (root / "README.md").write_text(readme(translator, quantization), encoding="utf-8")
+    write_json(metadata(trained.card), root / "metadata.json")
+    (root / "README.md").write_text(readme(trained, quantization), encoding="utf-8")
 
 
 def metadata(card: ModelCard) -> dict[str, object]:
@@ -133,11 +133,11 @@ def write_zip(staging: Path, handle: BinaryIO) -> None:
                     member.write(block)
 
 
-def readme(translator: Translator, quantization: Quantization) -> str:
-    card = translator.card
+def readme(trained: TrainedModel, quantization: Quantization) -> str:
+    card = trained.card
     src, tgt = card.data.src_lang, card.data.tgt_lang
     dec, layers = card.decode, f"{card.model.encoder_layers}+{card.model.decoder_layers}"
-    checkpoint = translator.checkpoint.name if translator.checkpoint is not None else "a checkpoint"
+    checkpoint = trained.checkpoint.name if trained.checkpoint is not None else "a checkpoint"
     corpus = "Multi30k" if card.data.source == "multi30k" else "its own corpus"
     return f"""# {LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)}, trained with mt
 

@@ -45,15 +45,15 @@ from mt_cli.model.layers import (
 if TYPE_CHECKING:
     from ctranslate2.specs import TransformerSpec
 
-    from mt_cli.decode.translator import Translator
     from mt_cli.model.transformer import Transformer
+    from mt_cli.trained import TrainedModel
 
 POSITIONS = 1024  # rows of the stored position table (CTranslate2 decodes 256 tokens by default)
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every mt LayerNorm uses
 
 
-def export_ctranslate2(translator: Translator, out_dir: Path, quantization: Quantization) -> Path:
-    """Write the translator's model to ``out_dir`` (which must not exist) as a CTranslate2 model."""
+def export_ctranslate2(trained: TrainedModel, out_dir: Path, quantization: Quantization) -> Path:
+    """Write the trained model to ``out_dir`` (which must not exist) as a CTranslate2 model."""
     from ctranslate2.converters import Converter
 
     if out_dir.exists():
@@ -61,21 +61,21 @@ def export_ctranslate2(translator: Translator, out_dir: Path, quantization: Quan
 
     class _MtConverter(Converter):
         def _load(self) -> TransformerSpec:
-            return transformer_spec(translator)
+            return transformer_spec(trained)
 
     with temporary_directory_next_to(out_dir) as staging:
         model_dir = staging / "model"
         _MtConverter().convert(str(model_dir), quantization=quantization.value)
-        write_model_files(translator, model_dir)
+        write_model_files(trained, model_dir)
         model_dir.rename(out_dir)
     return out_dir
 
 
-def transformer_spec(translator: Translator) -> TransformerSpec:
-    """The filled ``TransformerSpec`` of the translator's model (fp32 weights)."""
+def transformer_spec(trained: TrainedModel) -> TransformerSpec:
+    """The filled ``TransformerSpec`` of the trained model (fp32 weights)."""
     from ctranslate2.specs import TransformerSpec, common_spec
 
-    model, card = translator.model, translator.card
+    model, card = trained.model, trained.card
     if card.model.activation not in ("relu", "gelu"):
         raise ConfigError(f"CTranslate2 export supports relu and gelu, not {card.model.activation!r}")
     activation = (
@@ -93,8 +93,8 @@ def transformer_spec(translator: Translator) -> TransformerSpec:
     set_decoder(spec.decoder, model, positions)
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
     spec.config.add_source_eos = True
-    spec.register_source_vocabulary(_pieces(translator.src_tok.sp))
-    spec.register_target_vocabulary(_pieces(translator.tgt_tok.sp))
+    spec.register_source_vocabulary(_pieces(trained.src_tok.sp))
+    spec.register_target_vocabulary(_pieces(trained.tgt_tok.sp))
     return spec
 
 
@@ -172,7 +172,7 @@ def set_linear(spec, linear: nn.Linear) -> None:
 
 def _array(tensor) -> np.ndarray:
     # A copy: CTranslate2's optimize() quantizes the spec's arrays in place, and a view would
-    # quantize the translator's own weights with them.
+    # quantize the trained model's own weights with them.
     return tensor.detach().float().cpu().numpy().copy()
 
 
@@ -181,14 +181,14 @@ def _pieces(processor) -> list[str]:
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
-def write_model_files(translator: Translator, model_dir: Path) -> None:
+def write_model_files(trained: TrainedModel, model_dir: Path) -> None:
     """mt's files beside CTranslate2's: the two SentencePiece models and the card naming them."""
     for tokenizer, name in (
-        (translator.src_tok, ExportFiles.SOURCE_SPM),
-        (translator.tgt_tok, ExportFiles.TARGET_SPM),
+        (trained.src_tok, ExportFiles.SOURCE_SPM),
+        (trained.tgt_tok, ExportFiles.TARGET_SPM),
     ):
         (model_dir / name).write_bytes(tokenizer.sp.serialized_model_proto())
     card = dataclasses.replace(
-        translator.card, src_tokenizer=ExportFiles.SOURCE_SPM, tgt_tokenizer=ExportFiles.TARGET_SPM
+        trained.card, src_tokenizer=ExportFiles.SOURCE_SPM, tgt_tokenizer=ExportFiles.TARGET_SPM
     )
     write_json(config_to_dict(card), model_dir / ExportFiles.CARD)

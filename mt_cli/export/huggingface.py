@@ -50,21 +50,21 @@ if TYPE_CHECKING:
     from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
     from mt_cli.config.card import ModelCard
-    from mt_cli.decode.translator import Translator
     from mt_cli.model.transformer import Transformer
+    from mt_cli.trained import TrainedModel
 
 Weights = dict[str, Tensor]  # Marian parameter name -> fp32 tensor
 
 
-def export_huggingface(translator: Translator, out_dir: Path) -> Path:
-    """Write the translator's model to ``out_dir`` (which must not exist) as a Marian model with
-    its tokenizer files. Weights are exported as the translator holds them, upcast to fp32: load
-    it with ``amp="off"`` for an exact export."""
+def export_huggingface(trained: TrainedModel, out_dir: Path) -> Path:
+    """Write the trained model to ``out_dir`` (which must not exist) as a Marian model with
+    its tokenizer files. Weights are exported as the model holds them, upcast to fp32 (as
+    ``load_trained`` gives them: an exact export)."""
     from safetensors import SafetensorError
 
     if out_dir.exists():
         raise InputError(f"{out_dir} already exists; remove it or choose another --output")
-    model = marian_model(translator)
+    model = marian_model(trained)
     with writing(out_dir):
         out_dir.parent.mkdir(parents=True, exist_ok=True)
     with temporary_directory_next_to(out_dir) as staging:
@@ -73,25 +73,25 @@ def export_huggingface(translator: Translator, out_dir: Path) -> Path:
             model.save_pretrained(model_dir)  # config.json, generation_config.json, model.safetensors
         except SafetensorError as err:  # safetensors writes in Rust: a full disk is its error, not OSError
             raise RunFailure(f"cannot write {out_dir}: {err}; free some space or write elsewhere") from None
-        save_tokenizer(translator, model_dir)
-        write_json(config_to_dict(translator.card), model_dir / ExportFiles.CARD)  # for mt's own tools
-        (model_dir / "README.md").write_text(readme(translator.card), encoding="utf-8")
+        save_tokenizer(trained, model_dir)
+        write_json(config_to_dict(trained.card), model_dir / ExportFiles.CARD)  # for mt's own tools
+        (model_dir / "README.md").write_text(readme(trained.card), encoding="utf-8")
         model_dir.rename(out_dir)
     return out_dir
 
 
-def marian_model(translator: Translator) -> MarianMTModel:
-    """A ``MarianMTModel`` (eval mode) holding the translator's weights."""
+def marian_model(trained: TrainedModel) -> MarianMTModel:
+    """A ``MarianMTModel`` (eval mode) holding the trained model's weights."""
     from transformers import MarianMTModel
 
-    card = translator.card
+    card = trained.card
     if card.model.norm_first:
         raise ConfigError(
             "Hugging Face Marian is post-norm only; this run is pre-norm (model.norm_first: true)"
         )
-    config = marian_config(card, translator.model)
+    config = marian_config(card, trained.model)
     model = MarianMTModel(config)
-    weights = marian_weights(translator.model, residual_permutation(card.model.d_model))
+    weights = marian_weights(trained.model, residual_permutation(card.model.d_model))
     # Marian rebuilds its position tables at load and never saves them: keep its own.
     own = model.state_dict()
     weights.update({name: own[name] for name in own if name.endswith("embed_positions.weight")})

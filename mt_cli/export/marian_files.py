@@ -17,18 +17,18 @@ if TYPE_CHECKING:
     from sentencepiece import SentencePieceProcessor
 
     from mt_cli.config.card import ModelCard
-    from mt_cli.decode.translator import Translator
+    from mt_cli.trained import TrainedModel
 
 
-def save_tokenizer(translator: Translator, model_dir: Path) -> None:
+def save_tokenizer(trained: TrainedModel, model_dir: Path) -> None:
     """MarianTokenizer's files: both SentencePiece models, one vocabulary per side, its config."""
     from transformers import MarianTokenizer
 
-    card = translator.card
-    codes = marian_language_codes(card, translator.src_tok.sp)
+    card = trained.card
+    codes = marian_language_codes(card, trained.src_tok.sp)
     for tokenizer, spm, vocab, aliases in (
-        (translator.src_tok, ExportFiles.SOURCE_SPM, "vocab.json", codes),
-        (translator.tgt_tok, ExportFiles.TARGET_SPM, "target_vocab.json", {}),
+        (trained.src_tok, ExportFiles.SOURCE_SPM, "vocab.json", codes),
+        (trained.tgt_tok, ExportFiles.TARGET_SPM, "target_vocab.json", {}),
     ):
         (model_dir / spm).write_bytes(tokenizer.sp.serialized_model_proto())
         ids = piece_ids(tokenizer.sp) | aliases

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mt_cli.decode.translator import Translator
 from mt_cli.disk.files import file_sha256, writing
-from mt_cli.disk.layout import ExportFiles, RunDir
-from mt_cli.errors import CheckpointError
+from mt_cli.disk.layout import ExportFiles
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
+from mt_cli.trained import load_trained, open_run
 
 
 def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message: None) -> Path:
@@ -21,15 +20,12 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
     ``run`` itself when it is already an export."""
     if (run / ExportFiles.CARD).is_file():
         return run
-    if not run.is_dir():
-        raise CheckpointError(f"run directory {run} does not exist; train one with `mt train --run {run}`")
-    path = RunDir(run).find_checkpoint(checkpoint)
-    model_dir = RunDir(run).exports / f"ctranslate2-{file_sha256(path)[:12]}"
+    rundir = open_run(run)
+    path = rundir.find_checkpoint(checkpoint)
+    model_dir = rundir.exports / f"ctranslate2-{file_sha256(path)[:12]}"
     if not model_dir.is_dir():
         log(f"exporting {path} to {model_dir}")
         with writing(model_dir):
             model_dir.parent.mkdir(exist_ok=True)
-        export_ctranslate2(
-            Translator.from_run(run, checkpoint, "cpu", amp="off"), model_dir, Quantization.FLOAT32
-        )
+        export_ctranslate2(load_trained(run, str(path)), model_dir, Quantization.FLOAT32)
     return model_dir

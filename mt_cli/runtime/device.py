@@ -7,7 +7,7 @@ import contextlib
 import torch
 
 from mt_cli.errors import ConfigError, InputError
-from mt_cli.runtime.precision import ComputeType
+from mt_cli.runtime.precision import ComputeType, amp_compute_type
 
 
 def resolve_device(name: str) -> torch.device:
@@ -29,48 +29,59 @@ def cpu_has_native_bf16() -> bool:
 
 
 def amp_dtype(device: torch.device, mode: str) -> torch.dtype | None:
-    """The autocast dtype for ``train.amp`` (auto | bf16 | fp16 | off); None means fp32."""
-    if mode == "off":
-        return None
-    if device.type == "cuda":
-        if mode == "fp16" or (mode == "auto" and not torch.cuda.is_bf16_supported()):
-            return torch.float16
-        return torch.bfloat16
-    if mode == "fp16":
-        raise ConfigError("amp fp16 needs a CUDA GPU; on the CPU use bf16, auto or off")
-    native = cpu_has_native_bf16()
-    if mode == "bf16" and not native:
-        # Emulated bf16 matrix products measured ~1 GFLOP/s on an AVX2 CPU (AMD EPYC, torch 2.13)
-        # against ~110-170 in fp32: a run would seem to hang, so refuse it up front.
-        raise ConfigError(
-            "amp bf16 was asked for, but this CPU has no native bf16 (AVX512-BF16), where bf16 matrix "
-            "products run ~100x slower than fp32; use amp auto (fp32 here) or off"
+    """The autocast dtype for ``train.amp`` (auto | bf16 | fp16 | off; ``precision.AMP_MODES``
+    names the compute type of each); None means fp32. A refusal speaks train.amp's words."""
+    compute_type = amp_compute_type(mode)
+    refusal = _refusal(device, compute_type)
+    if refusal is not None:
+        advice = (
+            "on the CPU use bf16, auto or off"
+            if compute_type is ComputeType.FLOAT16
+            else "use amp auto or off"
         )
-    return torch.bfloat16 if native else None  # mode is bf16 (native) or auto
+        raise ConfigError(f"amp {mode} {refusal}; {advice}")
+    return _dtype(device, compute_type)
 
 
 def inference_dtype(device: torch.device, compute_type: ComputeType) -> torch.dtype | None:
     """The dtype mt decodes in for ``--compute-type`` (None: fp32). ``default`` is what ``mt
-    translate`` always did: bf16 where the hardware has it, else fp32."""
-    if compute_type is ComputeType.DEFAULT:
-        return amp_dtype(device, "auto")
-    if compute_type is ComputeType.FLOAT32:
-        return None
+    translate`` always did: bf16 where the hardware has it, else fp32 (fp16 on a GPU without bf16)."""
+    refusal = _refusal(device, compute_type)
+    if refusal is not None:
+        advice = {
+            ComputeType.FLOAT16: "; on the CPU use float32 or bfloat16",
+            ComputeType.BFLOAT16: "; use float16 or float32" if device.type == "cuda" else "; use float32",
+        }.get(compute_type, "")
+        raise InputError(f"compute type {compute_type.value} {refusal}{advice}")
+    return _dtype(device, compute_type)
+
+
+def _refusal(device: torch.device, compute_type: ComputeType) -> str | None:
+    """Why mt cannot compute in ``compute_type`` on ``device`` (None: it can)."""
     if compute_type is ComputeType.BFLOAT16:
         if device.type == "cpu" and not cpu_has_native_bf16():
-            # Emulated bf16 runs ~100x slower than fp32 (see amp_dtype): refuse up front.
-            raise InputError("compute type bfloat16: this CPU has no native bf16 (AVX512-BF16); use float32")
+            # Emulated bf16 matrix products measured ~1 GFLOP/s on an AVX2 CPU (AMD EPYC, torch 2.13)
+            # against ~110-170 in fp32: a run would seem to hang, so refuse it up front.
+            return (
+                "was asked for, but this CPU has no native bf16 (AVX512-BF16), where bf16 matrix "
+                "products run ~100x slower than fp32"
+            )
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise InputError("compute type bfloat16: this GPU has no bf16; use float16 or float32")
-        return torch.bfloat16
-    if compute_type is ComputeType.FLOAT16:
-        if device.type != "cuda":
-            raise InputError("compute type float16 needs a CUDA GPU; on the CPU use float32 or bfloat16")
-        return torch.float16
-    raise InputError(
-        f"compute type {compute_type.value} is CTranslate2's (--engine ctranslate2); "
-        "mt computes in float32, bfloat16 or float16"
-    )
+            return "was asked for, but this GPU has no bf16"
+    if compute_type is ComputeType.FLOAT16 and device.type != "cuda":
+        return "needs a CUDA GPU"
+    if compute_type in (ComputeType.INT8, ComputeType.INT8_FLOAT32):
+        return "is CTranslate2's (--engine ctranslate2); mt computes in float32, bfloat16 or float16"
+    return None
+
+
+def _dtype(device: torch.device, compute_type: ComputeType) -> torch.dtype | None:
+    """The dtype of a compute type mt can use on ``device`` (None: fp32)."""
+    if compute_type is ComputeType.DEFAULT:
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if cpu_has_native_bf16() else None
+    return {ComputeType.BFLOAT16: torch.bfloat16, ComputeType.FLOAT16: torch.float16}.get(compute_type)
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:

@@ -1,0 +1,72 @@
+"""A trained model as every consumer loads it: card, tokenizers, fp32 weights, checkpoint.
+
+``load_trained`` opens a run directory's checkpoint (``layout.RunDir.find_checkpoint``: None is
+best.pt) and gives a ``TrainedModel``; the decoder (``decode.Translator.of``), the exporters,
+back-translation, warm start, the benchmarks and the API all start from one. Nothing here
+decodes: an export needs the weights and the tokenizers, not a search. Models that come from
+elsewhere (a pretrained import) become a ``TrainedModel`` here too, so that every consumer
+takes them unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mt_cli.checkpoint import Checkpoint
+from mt_cli.config.card import ModelCard
+from mt_cli.disk.layout import RunDir
+from mt_cli.errors import CheckpointError
+from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.text.tokenizer import Tokenizer
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """A model with what it needs to translate. ``model`` holds fp32 weights on the CPU in eval
+    mode as loaded; whoever takes it for inference (``Translator.of``) may move and cast it."""
+
+    card: ModelCard
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+    model: Transformer
+    checkpoint: Path | None = None  # the file the weights came from; None for a model in memory
+
+    @property
+    def origin(self) -> str:
+        return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
+
+
+def open_run(run_dir: str | Path) -> RunDir:
+    """The run directory ``run_dir``, or a CheckpointError saying it does not exist."""
+    run = RunDir(Path(run_dir))
+    if not run.root.is_dir():
+        raise CheckpointError(
+            f"run directory {run.root} does not exist; train one with `mt train --run {run.root}`"
+        )
+    return run
+
+
+def load_trained(run_dir: str | Path, checkpoint: str | None = None) -> TrainedModel:
+    """The run's checkpoint ``checkpoint`` (a name in the run or a file; None: best.pt) with the
+    run's tokenizers. Whatever is missing or damaged is a one-line CheckpointError."""
+    run = open_run(run_dir)
+    path = run.find_checkpoint(checkpoint)
+    return trained_from(run, path, Checkpoint.load(path))
+
+
+def trained_from(run: RunDir, path: Path, saved: Checkpoint) -> TrainedModel:
+    """The model of ``saved`` (loaded from ``path``) with the tokenizers of ``run`` its card names:
+    for a caller that reads more of the checkpoint than the weights (a warm start's optimizer)."""
+    card = saved.card
+    src_tok = Tokenizer.load(run.root / card.src_tokenizer, card.data.src_lang)
+    tgt_tok = Tokenizer.load(run.root / card.tgt_tokenizer, card.data.tgt_lang)
+    model = build_model(card.model, src_tok.vocab_size, tgt_tok.vocab_size)
+    try:
+        model.load_state_dict(saved.model)
+    except RuntimeError as err:
+        raise CheckpointError(
+            f"{path} does not match the tokenizers in {run.root} (vocabularies "
+            f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
+        ) from None
+    return TrainedModel(card, src_tok, tgt_tok, model.eval(), path)
