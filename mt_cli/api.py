@@ -76,6 +76,7 @@ def load(
         return Model(CTranslate2Engine(model_dir, device, precision), warn)
     from mt_cli.decode.members import ensemble_of
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
     members = [(root, checkpoint), *(run_and_checkpoint(spec) for spec in ensemble)]
     for run, _ in members:
@@ -83,7 +84,7 @@ def load(
             raise InputError(f"{run} is a CTranslate2 export; open it with --engine ctranslate2")
     if processes is not None and processes < 1:
         raise InputError(f"processes {processes} must be at least 1 (1 decodes in this process)")
-    translators = [Translator.from_run(run, point, device, compute_type=precision) for run, point in members]
+    translators = [Translator.of(load_trained(run, point), device, precision) for run, point in members]
     return Model(replace(ensemble_of(translators, weights), processes=processes), warn)
 
 

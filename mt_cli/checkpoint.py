@@ -52,6 +52,18 @@ class Checkpoint:
                 payload[f.name] = value
         return payload
 
+    def training_state(
+        self, path: Path
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """(optimizer, scaler, progress, rng) for a resume; a CheckpointError names the first missing."""
+        state = (self.optimizer, self.scaler, self.progress, self.rng)
+        for name, value in zip(("optimizer", "scaler", "progress", "rng"), state):
+            if value is None:
+                raise CheckpointError(f"{path} has no {name} state; it cannot be resumed")
+        optimizer, scaler, progress, rng = state
+        assert optimizer is not None and scaler is not None and progress is not None and rng is not None
+        return optimizer, scaler, progress, rng
+
     def save(self, path: Path) -> None:
         atomic_write_bytes(path, lambda handle: torch.save(self.as_dict(), handle))
 

@@ -17,12 +17,13 @@ from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
+from mt_cli.trained import load_trained
 
 run = sys.argv[1]
 beam = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 lines = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")[:count]
-translator = Translator.from_run(run, device="cpu")
+translator = Translator.of(load_trained(run), "cpu")
 translator.processes = 1  # one process: the profiler sees only this one, and one step is the point
 options = TranslateOptions(beam=beam)
 translator.translate(lines, options)  # warm-up: oneDNN builds its kernels per shape

@@ -16,12 +16,13 @@ from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
+from mt_cli.trained import load_trained
 
 run = sys.argv[1]
 beam = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 lines = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
 threads = torch.get_num_threads()
-here = Translator.from_run(run, device="cpu")
+here = Translator.of(load_trained(run), "cpu")
 here.processes = 1
 workers = dataclasses.replace(here, processes=threads)
 cases = [(f"this process, {threads} threads", here, threads), ("this process, 1 thread", here, 1)]

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
+from mt_cli.trained import load_trained
 
 NAIVE_BATCH = 128
-translator = Translator.from_run(sys.argv[1], device="cpu")
+translator = Translator.of(load_trained(sys.argv[1]), "cpu")
 path = Path("data/multi30k/test_2016_flickr.de.gz")
 lines = [line.rstrip("\n") for line in gzip.open(path, "rt", encoding="utf-8")]
 model = translator.model

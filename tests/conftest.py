@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from mt_cli.data.prepare import TrainingData
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import TrainedModel
 
 SMALL_VOCAB = 500
 SMALL_PAIRS = 3000
@@ -142,11 +143,20 @@ def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 @pytest.fixture(scope="session")
-def fp32(trained_run: Path) -> Translator:
-    """The trained run's best model in fp32 on the CPU: what every export is compared with."""
-    from mt_cli.decode.translator import Translator
+def trained(trained_run: Path) -> TrainedModel:
+    """The trained run's best model as loaded (fp32 on the CPU): what every export writes."""
+    from mt_cli.trained import load_trained
 
-    return Translator.from_run(trained_run, device="cpu", amp="off")
+    return load_trained(trained_run)
+
+
+@pytest.fixture(scope="session")
+def fp32(trained: TrainedModel) -> Translator:
+    """``trained`` decoding in fp32 on the CPU: what every export is compared with."""
+    from mt_cli.decode.translator import Translator
+    from mt_cli.runtime.precision import ComputeType
+
+    return Translator.of(trained, "cpu", ComputeType.FLOAT32)
 
 
 MANY_TO_ENGLISH_SOURCES = ("de", "fr", "cs")

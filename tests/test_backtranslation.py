@@ -129,7 +129,7 @@ def test_a_second_run_reuses_the_translations(
     def no_model(*args: object, **kwargs: object) -> None:
         raise AssertionError("the cached translations were not reused")
 
-    monkeypatch.setattr(Translator, "from_run", no_model)
+    monkeypatch.setattr(backtranslation, "load_trained", no_model)
     heard: list[str] = []
     short = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=2))
     train(short, tmp_path / "run", resume=False, log=heard.append)  # `mt train` this time

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import FAST_TRAINING
 
-from mt_cli.checkpoint import load_checkpoint
+from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import ModelConfig, TrainConfig
 from mt_cli.data.batch import collate, pad_sources
@@ -96,7 +96,8 @@ def test_fp16_training_goes_through_the_trainers_gradient_scaler(
     # The scaler ran: it either backed off after an overflow (a skipped step) or kept its scale.
     assert 0 < trainer.scaler.get_scale() <= initial_scale
     assert trainer.scaler.get_scale() < initial_scale or trainer.progress.skipped_steps == 0
-    assert load_checkpoint(run.last)["scaler"]["scale"] == trainer.scaler.get_scale()
+    scaler = Checkpoint.load(run.last).scaler
+    assert scaler is not None and scaler["scale"] == trainer.scaler.get_scale()
 
 
 def test_amp_auto_prefers_bf16_on_capable_gpus() -> None:

@@ -31,6 +31,7 @@ from mt_cli.decode.results import TranslateOptions, target_language
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.errors import InputError
+from mt_cli.runtime.precision import ComputeType
 from mt_cli.serve.app import languages_of
 from mt_cli.specials import EOS_ID
 
@@ -49,7 +50,7 @@ def sentences(many_to_english_sentences: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def translator(run: Path) -> Translator:
-    return Translator.from_run(run, device="cpu", amp="off")
+    return Translator.from_run(run, device="cpu", compute_type=ComputeType.FLOAT32)
 
 
 def mt(*args: str) -> subprocess.CompletedProcess:
@@ -102,7 +103,7 @@ def test_every_source_reaches_the_model_after_the_target_tag_as_one_piece(
 def test_an_ensemble_puts_the_tag_before_its_sources_too(
     run: Path, sentences: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    members = [Translator.from_run(run, device="cpu", amp="off") for _ in range(2)]
+    members = [Translator.from_run(run, device="cpu", compute_type=ComputeType.FLOAT32) for _ in range(2)]
     ensemble = ensemble_of(members)
     recorder = Recorder(ensemble.model.encode)
     monkeypatch.setattr(ensemble.model, "encode", recorder)

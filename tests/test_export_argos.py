@@ -20,6 +20,7 @@ from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.argos import export_argos, package_file
 from mt_cli.export.ctranslate2 import Quantization
+from mt_cli.trained import TrainedModel, load_trained
 
 pytest.importorskip("ctranslate2")
 pytest.importorskip("onnx")
@@ -55,8 +56,8 @@ json.dump({
 
 
 @pytest.fixture(scope="module")
-def package(fp32: Translator, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return export_argos(fp32, tmp_path_factory.mktemp("argos") / "de-en", Quantization.FLOAT32)
+def package(trained: TrainedModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_argos(trained, tmp_path_factory.mktemp("argos") / "de-en", Quantization.FLOAT32)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +156,7 @@ def test_every_line_is_mt_s_text_of_ctranslate2_s_output_with_argos_s_arguments(
 
 
 def test_the_package_holds_one_directory_and_is_reproducible(
-    fp32: Translator, package: Path, tmp_path: Path
+    trained: TrainedModel, package: Path, tmp_path: Path
 ) -> None:
     assert package.name == "de-en.argosmodel"
     with zipfile.ZipFile(package) as archive:
@@ -169,31 +170,31 @@ def test_the_package_holds_one_directory_and_is_reproducible(
     assert names == {f"{PACKAGE_DIR}/{name}" for name in files}
     assert metadata["from_code"] == "de" and metadata["to_code"] == "en" and metadata["type"] == "translate"
     assert (metadata["from_name"], metadata["to_name"]) == ("German", "English")
-    assert sentencepiece == fp32.src_tok.sp.serialized_model_proto()
-    again = export_argos(fp32, tmp_path / "again.argosmodel", Quantization.FLOAT32)
+    assert sentencepiece == trained.src_tok.sp.serialized_model_proto()
+    again = export_argos(trained, tmp_path / "again.argosmodel", Quantization.FLOAT32)
     assert again.read_bytes() == package.read_bytes()
 
 
-def test_an_existing_package_is_refused_untouched(fp32: Translator, tmp_path: Path) -> None:
+def test_an_existing_package_is_refused_untouched(trained: TrainedModel, tmp_path: Path) -> None:
     existing = tmp_path / "model.argosmodel"
     existing.write_bytes(b"keep")
     for target in (existing, tmp_path / "model"):  # the suffix is appended before the check
         assert package_file(target) == existing
         with pytest.raises(InputError, match="already exists"):
-            export_argos(fp32, target, Quantization.INT8)
+            export_argos(trained, target, Quantization.INT8)
     assert existing.read_bytes() == b"keep"
     assert list(tmp_path.iterdir()) == [existing]  # no staging left behind
 
 
 def test_a_failed_export_leaves_nothing(
-    fp32: Translator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    trained: TrainedModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(lang: str) -> bytes:
         raise RuntimeError("interrupted")
 
     monkeypatch.setattr("mt_cli.export.argos.sentence_splitter", broken)  # after the model is written
     with pytest.raises(RuntimeError, match="interrupted"):
-        export_argos(fp32, tmp_path / "model", Quantization.FLOAT32)
+        export_argos(trained, tmp_path / "model", Quantization.FLOAT32)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -233,7 +234,7 @@ def test_the_sentence_splitter_runs_in_minisbd(text: str, sentences: list[str], 
 
 
 def test_a_model_with_target_tags_is_refused_in_one_line(many_to_english: Path, tmp_path: Path) -> None:
-    tagged = Translator.from_run(many_to_english, device="cpu", amp="off")  # <2en> before every source
+    tagged = load_trained(many_to_english)  # <2en> before every source
     with pytest.raises(ConfigError, match=r"cannot tell this model which language to write \(.*<2en>") as err:
         export_argos(tagged, tmp_path / "model", Quantization.FLOAT32)
     assert "\n" not in str(err.value)

@@ -21,6 +21,8 @@ from mt_cli.errors import InputError
 from mt_cli.export.ctranslate2 import POSITIONS, Quantization, export_ctranslate2
 from mt_cli.export.runs import ctranslate2_model_dir
 from mt_cli.model.transformer import build_model
+from mt_cli.runtime.precision import ComputeType
+from mt_cli.trained import TrainedModel
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
@@ -32,8 +34,8 @@ def sentences() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def exported(fp32: Translator, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return export_ctranslate2(fp32, tmp_path_factory.mktemp("ct2") / "model", Quantization.FLOAT32)
+def exported(trained: TrainedModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_ctranslate2(trained, tmp_path_factory.mktemp("ct2") / "model", Quantization.FLOAT32)
 
 
 def test_float32_greedy_equals_mt_token_for_token(fp32: Translator, exported: Path, sentences) -> None:
@@ -90,22 +92,23 @@ def test_int8_is_smaller_and_still_translates(
     assert same >= 10  # int8 rounding changes some tokens of a tiny model, not most
 
 
-def test_a_pre_norm_model_exports_exactly(fp32: Translator, tmp_path: Path, sentences) -> None:
-    card = dataclasses.replace(fp32.card, model=dataclasses.replace(fp32.card.model, norm_first=True))
+def test_a_pre_norm_model_exports_exactly(trained: TrainedModel, tmp_path: Path, sentences) -> None:
+    card = dataclasses.replace(trained.card, model=dataclasses.replace(trained.card.model, norm_first=True))
     torch.manual_seed(0)
-    model = build_model(card.model, fp32.src_tok.vocab_size, fp32.tgt_tok.vocab_size)
-    translator = Translator.for_inference(model, fp32.src_tok, fp32.tgt_tok, card, torch.device("cpu"), None)
-    engine = CTranslate2Engine(export_ctranslate2(translator, tmp_path / "pre", Quantization.FLOAT32))
+    model = build_model(card.model, trained.src_tok.vocab_size, trained.tgt_tok.vocab_size).eval()
+    pre_norm = TrainedModel(card, trained.src_tok, trained.tgt_tok, model)
+    engine = CTranslate2Engine(export_ctranslate2(pre_norm, tmp_path / "pre", Quantization.FLOAT32))
+    translator = Translator.of(pre_norm, "cpu", ComputeType.FLOAT32)
     assert engine.translate_lines(sentences[:20], beam_size=1) == translator.translate_lines(
         sentences[:20], beam_size=1
     )
 
 
-def test_an_existing_output_is_refused_untouched(fp32: Translator, tmp_path: Path) -> None:
+def test_an_existing_output_is_refused_untouched(trained: TrainedModel, tmp_path: Path) -> None:
     (tmp_path / "keep").mkdir()
     (tmp_path / "keep" / "mine.txt").write_text("mine")
     with pytest.raises(InputError, match="already exists"):
-        export_ctranslate2(fp32, tmp_path / "keep", Quantization.FLOAT32)
+        export_ctranslate2(trained, tmp_path / "keep", Quantization.FLOAT32)
     assert [p.name for p in (tmp_path / "keep").iterdir()] == ["mine.txt"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
 
@@ -125,8 +128,8 @@ def test_the_engine_option_exports_once_per_checkpoint(trained_run: Path, fp32: 
     assert out == fp32.translate_lines(["Ein Hund läuft."], beam_size=1)[0] + "\n"
 
 
-def test_exporting_leaves_the_model_untouched(fp32: Translator, tmp_path: Path) -> None:
-    before = {name: p.clone() for name, p in fp32.model.state_dict().items()}
-    export_ctranslate2(fp32, tmp_path / "int8", Quantization.INT8)
-    after = fp32.model.state_dict()
+def test_exporting_leaves_the_model_untouched(trained: TrainedModel, tmp_path: Path) -> None:
+    before = {name: p.clone() for name, p in trained.model.state_dict().items()}
+    export_ctranslate2(trained, tmp_path / "int8", Quantization.INT8)
+    after = trained.model.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before)

@@ -27,7 +27,9 @@ from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.huggingface import export_huggingface, marian_model, residual_permutation
 from mt_cli.model.layers import PositionalEncoding
 from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.runtime.precision import ComputeType
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
+from mt_cli.trained import TrainedModel, load_trained
 
 LINES = 30
 
@@ -44,13 +46,13 @@ def _one_thread(trained_run: Path) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def translator(trained_run: Path) -> Translator:
-    return Translator.from_run(trained_run, device="cpu", amp="off")
+def translator(fp32: Translator) -> Translator:
+    return fp32
 
 
 @pytest.fixture(scope="module")
-def exported(translator: Translator, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return export_huggingface(translator, tmp_path_factory.mktemp("hf") / "marian")
+def exported(trained: TrainedModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_huggingface(trained, tmp_path_factory.mktemp("hf") / "marian")
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +81,9 @@ def mt_limit(translator: Translator, source_length: int) -> int:
     return output_limit(source_length, dec.max_len_a, dec.max_len_b, translator.model.max_positions)
 
 
-def with_model(translator: Translator, cfg: ModelConfig, model: Transformer) -> Translator:
-    """The translator's tokenizers and card around another model, fp32 on the CPU."""
-    card = dataclasses.replace(translator.card, model=cfg)
-    return Translator.for_inference(
-        model, translator.src_tok, translator.tgt_tok, card, torch.device("cpu"), None
-    )
+def with_model(trained: TrainedModel, cfg: ModelConfig, model: Transformer) -> TrainedModel:
+    """The trained model's tokenizers and card around another model."""
+    return TrainedModel(dataclasses.replace(trained.card, model=cfg), trained.src_tok, trained.tgt_tok, model)
 
 
 def test_the_permutation_turns_mt_positions_into_marians() -> None:
@@ -209,18 +208,17 @@ if _has_translation_pipeline():  # transformers 4 only: 5 removed the task, so t
     ("share", "tie", "activation"), [(True, True, "gelu"), (True, False, "relu"), (False, False, "gelu")]
 )
 def test_other_embedding_layouts_and_gelu_map_exactly(
-    translator: Translator, share: bool, tie: bool, activation: str
+    trained: TrainedModel, share: bool, tie: bool, activation: str
 ) -> None:
-    cfg = dataclasses.replace(
-        translator.card.model, share_embeddings=share, tie_output=tie, activation=activation
-    )
-    vocab = translator.model.tgt_vocab_size
+    layout = {"share_embeddings": share, "tie_output": tie, "activation": activation}
+    cfg = dataclasses.replace(trained.card.model, **layout)
+    vocab = trained.model.tgt_vocab_size
     torch.manual_seed(0)
-    model = build_model(cfg, vocab if share else translator.model.src_vocab_size, vocab)
+    model = build_model(cfg, vocab if share else trained.model.src_vocab_size, vocab).eval()
     with torch.no_grad():
         for param in model.parameters():  # away from the zero biases and unit norms of init
             param.add_(0.1 * torch.randn_like(param))
-    variant = with_model(translator, cfg, model)
+    variant = with_model(trained, cfg, model)
     src = torch.randint(4, vocab, (2, 7))
     tgt = torch.cat([torch.full((2, 1), BOS_ID), torch.randint(4, vocab, (2, 5))], dim=1)
     causal = torch.ones(6, 6, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
@@ -230,21 +228,21 @@ def test_other_embedding_layouts_and_gelu_map_exactly(
     assert torch.allclose(got, expected, atol=1e-4)
 
 
-def test_a_pre_norm_run_is_refused_in_one_line(translator: Translator, tmp_path: Path) -> None:
-    cfg = dataclasses.replace(translator.card.model, norm_first=True)
-    model = build_model(cfg, translator.model.src_vocab_size, translator.model.tgt_vocab_size)
+def test_a_pre_norm_run_is_refused_in_one_line(trained: TrainedModel, tmp_path: Path) -> None:
+    cfg = dataclasses.replace(trained.card.model, norm_first=True)
+    model = build_model(cfg, trained.model.src_vocab_size, trained.model.tgt_vocab_size)
     with pytest.raises(ConfigError, match="post-norm only") as err:
-        export_huggingface(with_model(translator, cfg, model), tmp_path / "marian")
+        export_huggingface(with_model(trained, cfg, model), tmp_path / "marian")
     assert "\n" not in str(err.value)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_existing_directory_is_refused_and_left_alone(translator: Translator, tmp_path: Path) -> None:
+def test_an_existing_directory_is_refused_and_left_alone(trained: TrainedModel, tmp_path: Path) -> None:
     out = tmp_path / "marian"
     out.mkdir()
     (out / "keep.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(InputError, match="already exists"):
-        export_huggingface(translator, out)
+        export_huggingface(trained, out)
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     assert (out / "keep.txt").read_text(encoding="utf-8") == "mine"
     assert [p.name for p in tmp_path.iterdir()] == ["marian"]
@@ -263,8 +261,8 @@ def test_the_export_holds_marian_files_and_a_model_card(exported: Path, translat
 def test_a_model_with_target_tags_reads_marians_language_code(
     many_to_english: Path, many_to_english_sentences: dict[str, str], tmp_path: Path
 ) -> None:
-    tagged = Translator.from_run(many_to_english, device="cpu", amp="off")
-    out = export_huggingface(tagged, tmp_path / "marian")
+    tagged = Translator.of(load_trained(many_to_english), "cpu", ComputeType.FLOAT32)
+    out = export_huggingface(load_trained(many_to_english), tmp_path / "marian")
     lines = list(many_to_english_sentences.values())
     # Marian's language code, typed as for its multilingual models, is the ids mt's engine gives.
     typed = MarianTokenizer.from_pretrained(out)([f">>en<< {line}" for line in lines])["input_ids"]

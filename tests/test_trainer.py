@@ -16,9 +16,11 @@ import torch
 from conftest import CONFIGS, FAST_TRAINING
 from typer.testing import CliRunner
 
-from mt_cli.checkpoint import load_checkpoint, save_checkpoint
+from mt_cli.checkpoint import Checkpoint
 from mt_cli.cli import app
+from mt_cli.config.card import ModelCard
 from mt_cli.config.recipe import load_config
+from mt_cli.config.sections import Config
 from mt_cli.data.batch import source_ids, target_ids
 from mt_cli.decode.evaluate import evaluate_run
 from mt_cli.decode.translator import Translator
@@ -140,14 +142,15 @@ def test_truncated_checkpoint_is_reported(tiny_config_path, tiny_corpus, tmp_pat
     data = trainer.run.last.read_bytes()
     trainer.run.last.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match="damaged or truncated"):
-        load_checkpoint(trainer.run.last)
+        Checkpoint.load(trainer.run.last)
     with pytest.raises(CheckpointError, match="does not exist"):
-        load_checkpoint(tmp_path / "nothing.pt")
+        Checkpoint.load(tmp_path / "nothing.pt")
 
 
 def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch) -> None:
     path = tmp_path / "last.pt"
-    save_checkpoint({"model": {"w": torch.ones(3)}, "config": {}}, path)
+    card = ModelCard.of(Config())
+    Checkpoint({"w": torch.ones(3)}, card).save(path)
 
     def dies_halfway(obj, handle):
         handle.write(b"PK\x03\x04 half a zip")
@@ -155,8 +158,8 @@ def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch) -> None
 
     monkeypatch.setattr(torch, "save", dies_halfway)
     with pytest.raises(KeyboardInterrupt):
-        save_checkpoint({"model": {"w": torch.zeros(3)}, "config": {}}, path)
-    torch.testing.assert_close(load_checkpoint(path)["model"]["w"], torch.ones(3))
+        Checkpoint({"w": torch.zeros(3)}, card).save(path)
+    torch.testing.assert_close(Checkpoint.load(path).model["w"], torch.ones(3))
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary left behind
 
 
@@ -273,8 +276,8 @@ def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir) -> None:
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "--resume" in err and "Traceback" not in err
-    payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
-    progress = payload["progress"]
+    progress = Checkpoint.load(run_dir / "checkpoints" / "last.pt").progress
+    assert progress is not None
     assert progress["step"] > 0  # a mid-epoch stop keeps its batch position, an epoch-end one moves on
     assert progress["batch_in_epoch"] > 0 or progress["epoch"] > 0
 
@@ -308,8 +311,8 @@ def test_two_process_gloo_ddp_trains(tmp_path, data_dir, loading: list[str]) -> 
         cmd, capture_output=True, text=True, timeout=300, cwd="/", env={**os.environ, "OMP_NUM_THREADS": "1"}
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
-    assert payload["progress"]["step"] == 6
+    progress = Checkpoint.load(run_dir / "checkpoints" / "last.pt").progress
+    assert progress is not None and progress["step"] == 6
     assert (run_dir / "checkpoints" / "best.pt").exists()
     # Rank 0 wrote one prepared corpus; rank 1 waited and mapped the same files.
     assert len(list((run_dir / "prepared").iterdir())) == 1
@@ -320,10 +323,10 @@ def test_two_process_gloo_ddp_trains(tmp_path, data_dir, loading: list[str]) -> 
 def test_compiled_training_checkpoints_load_without_compile(tiny_config_path, tiny_corpus, tmp_path) -> None:
     trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "train.max_steps=3", "train.compile=true")
     trainer.fit()
-    payload = load_checkpoint(trainer.run.last)
-    assert not any(key.startswith("_orig_mod.") for key in payload["model"])
+    weights = Checkpoint.load(trainer.run.last).model
+    assert not any(key.startswith("_orig_mod.") for key in weights)
     fresh = make_trainer(tiny_config_path, tiny_corpus, tmp_path / "fresh")
-    fresh.model.load_state_dict(payload["model"])
+    fresh.model.load_state_dict(weights)
 
 
 @pytest.mark.slow

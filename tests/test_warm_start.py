@@ -19,7 +19,7 @@ import pytest
 import torch
 from conftest import CONFIGS, quiet
 
-from mt_cli.checkpoint import load_checkpoint
+from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.card import ModelCard, ParentCard, card_from_dict
 from mt_cli.config.recipe import config_to_dict, load_config
 from mt_cli.config.rules import FREEZABLE
@@ -31,7 +31,7 @@ from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.optim import learning_rate
 from mt_cli.train.run import prepare, prepare_data, train
 from mt_cli.train.trainer import Trainer
-from mt_cli.train.warm_start import _parts, find_parent, freeze, start_from
+from mt_cli.train.warm_start import _parts, find_parent, freeze
 
 SMALL = [
     "data.train_limit=400",
@@ -71,7 +71,7 @@ def child_trainer(parent: Path, run_dir: Path, *overrides: str) -> Trainer:
     found = find_parent(cfg.train.init_from, cfg, run)
     torch.manual_seed(cfg.train.seed)
     trainer = Trainer(cfg, run, prepare_data(cfg, run, Distributed(), quiet, found), Distributed(), quiet)
-    start_from(trainer, found)
+    trainer.start_from(found)
     return trainer
 
 
@@ -93,8 +93,8 @@ def test_a_child_starts_at_its_parents_score_and_names_it_in_its_card(parent: Pa
 
     best = RunDir(parent).best
     for name in ("best", "last"):
-        card = load_checkpoint(RunDir(child).checkpoints / f"{name}.pt")["card"]
-        assert card["parent"] == {"run": str(parent), "checkpoint": str(best), "sha256": file_sha256(best)}
+        card = Checkpoint.load(RunDir(child).checkpoints / f"{name}.pt").card
+        assert card.parent == ParentCard(str(parent), str(best), file_sha256(best))
     for lang in ("de", "en"):  # adopted, byte for byte
         assert file_sha256(RunDir(child).tokenizer(lang)) == file_sha256(RunDir(parent).tokenizer(lang))
     # A fresh schedule: update 1 warms up from zero, as in a run from scratch.
@@ -109,7 +109,7 @@ def test_frozen_parts_stay_bitwise_and_the_rest_learns(parent: Path, tmp_path: P
     )
     trainer.fit()
     assert trainer.progress.step == 5
-    start = load_checkpoint(RunDir(parent).best)["model"]
+    start = Checkpoint.load(RunDir(parent).best).model
     in_optimizer = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
     # Tied output (the tiny recipe's default): output.weight is the frozen target embedding.
     frozen = ("encoder.", "encoder_norm.", "src_embed.", "tgt_embed.", "output.")
@@ -131,7 +131,9 @@ def test_the_optimizer_and_schedule_are_fresh_unless_kept(parent: Path, tmp_path
         "train.optimizer_betas=[0.8, 0.9]",
         "train.max_steps=1",
     )
-    moments = load_checkpoint(RunDir(parent).last)["optimizer"]["state"]
+    optimizer = Checkpoint.load(RunDir(parent).last).optimizer
+    assert optimizer is not None
+    moments = optimizer["state"]
     assert kept.progress.schedule_offset == 20 and kept.progress.step == 0
     assert all(int(s["step"]) == 20 for s in kept.optimizer.state.values()) and len(
         kept.optimizer.state
@@ -152,10 +154,10 @@ def test_a_resumed_child_needs_no_parent_and_keeps_its_card(parent: Path, tmp_pa
     prepare(cfg, child, log=quiet)  # `mt prepare` adopts the parent's tokenizers too
     assert file_sha256(RunDir(child).tokenizer("de")) == file_sha256(RunDir(copy).tokenizer("de"))
     train(cfg, child, resume=False, log=quiet)
-    record = load_checkpoint(RunDir(child).last)["card"]["parent"]
+    record = Checkpoint.load(RunDir(child).last).card.parent
     shutil.rmtree(copy)
     train(load_config(RunDir(child).config, ["train.max_steps=4"]), child, resume=True, log=quiet)
-    assert load_checkpoint(RunDir(child).last)["card"]["parent"] == record
+    assert record is not None and Checkpoint.load(RunDir(child).last).card.parent == record
     assert [e["step"] for e in events(child, "val")] == [0, 2, 4]  # update 0 is scored once
 
 

@@ -41,7 +41,7 @@ def check_same_tokenizers(members: Sequence[Translator]) -> None:
 def ensemble_of(members: Sequence[Translator], weights: Sequence[float] | None = None) -> Translator:
     """One engine that combines ``members`` per step, log-linearly with ``weights`` (default equal;
     normalised to sum to 1). The members must be on one device in one precision, as
-    ``Translator.from_run`` with the same device and compute type leaves them."""
+    ``Translator.of`` with the same device and compute type leaves them."""
     if not members:
         raise InputError("an ensemble needs at least one model")
     if weights is not None:

@@ -49,12 +49,14 @@ from mt_cli.disk.layout import RunDir
 from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters
-from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
+from mt_cli.runtime.device import autocast, inference_dtype, resolve_device
 from mt_cli.runtime.flops import peak_flops
+from mt_cli.runtime.precision import ComputeType
 from mt_cli.text.tokenizer import prepare_tokenizers
 from mt_cli.tools.textbook import naive_greedy_batch, textbook_from
 from mt_cli.tools.timing import Row, measure_peaks, time_rows
 from mt_cli.train.optim import make_optimizer
+from mt_cli.trained import load_trained
 
 NAIVE_BATCH = 128
 TEST_SPLIT = "test2016"
@@ -78,8 +80,8 @@ def _load(
         # fp32 weights under autocast, as in training, so that the training rows train fp32
         # parameters and both implementations decode the same way (`mt translate` goes one
         # step further and casts the weights to bf16 once).
-        tr = Translator.from_run(run, checkpoint, device=device, amp="off")
-        tr = dataclasses.replace(tr, dtype=amp_dtype(tr.device, "auto"))
+        tr = Translator.of(load_trained(run, checkpoint), device, ComputeType.FLOAT32)
+        tr = dataclasses.replace(tr, dtype=inference_dtype(tr.device, ComputeType.DEFAULT))
         return (
             tr,
             load_config(RunDir(run).config, overrides),
@@ -94,7 +96,8 @@ def _load(
     model = build_model(cfg.model, src_tok.vocab_size, tgt_tok.vocab_size).to(target).eval()
     weights = "random init (no --run): outputs mostly run to the length limit, a worst case for decoding"
     card = ModelCard.of(cfg)
-    return Translator(model, src_tok, tgt_tok, card, target, amp_dtype(target, "auto")), cfg, weights
+    dtype = inference_dtype(target, ComputeType.DEFAULT)
+    return Translator(model, src_tok, tgt_tok, card, target, dtype), cfg, weights
 
 
 def _train_batches(tr: Translator, cfg: Config, n: int) -> list[Batch]:
@@ -233,7 +236,7 @@ def run_bench(
         tr, cfg, weights = _load(config, overrides, run, checkpoint, device, Path(workdir), log)
     lines = list(load_corpus(cfg.data, [TEST_SPLIT])[TEST_SPLIT]["src"])[: plan.sentences]
     train_batches = _train_batches(tr, cfg, plan.batches)
-    amp = amp_dtype(tr.device, "auto")
+    amp = inference_dtype(tr.device, ComputeType.DEFAULT)  # what autocast trains in on auto
     peaks = {p: peak_flops(tr.device, p) for p in dict.fromkeys([None, amp])}
     train_rows = [
         _train_row(tr, cfg, train_batches, impl, p, peaks[p]) for p in peaks for impl in ("ours", "textbook")

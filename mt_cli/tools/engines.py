@@ -27,12 +27,15 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mt_cli.config.card import card_from_dict
 from mt_cli.decode.engine import Engine, output_limit
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import RunFailure
+
+if TYPE_CHECKING:
+    from mt_cli.trained import TrainedModel
 
 GNU_TIME = "/usr/bin/time"  # its -v report is the peak RSS of the one process it runs
 WARM_UP_LINES = 32
@@ -95,13 +98,16 @@ def _open(case: Case, run: Path, checkpoint: str | None, model_dir: Path | None)
     from mt_cli.decode.ctranslate2 import CTranslate2Engine
     from mt_cli.decode.members import ensemble_of
     from mt_cli.decode.translator import Translator
+    from mt_cli.runtime.precision import ComputeType
+    from mt_cli.trained import load_trained
+
+    def mt(compute_type: ComputeType = ComputeType.DEFAULT) -> Translator:
+        return Translator.of(load_trained(run, checkpoint), "cpu", compute_type)
 
     opened: dict[Case, Callable[[], Engine]] = {
-        Case.MT: lambda: Translator.from_run(run, checkpoint, "cpu"),
-        Case.MT_FP32: lambda: Translator.from_run(run, checkpoint, "cpu", amp="off"),
-        Case.MT_ENSEMBLE2: lambda: ensemble_of(
-            [Translator.from_run(run, checkpoint, "cpu") for _ in range(2)]
-        ),
+        Case.MT: mt,
+        Case.MT_FP32: lambda: mt(ComputeType.FLOAT32),
+        Case.MT_ENSEMBLE2: lambda: ensemble_of([mt() for _ in range(2)]),
         Case.CT2_FLOAT32: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
         Case.CT2_INT8: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
         Case.HUGGINGFACE: lambda: HuggingFaceEngine(model_dir),
@@ -152,15 +158,15 @@ def run_engine_bench(
     """Every engine's rows for ``beams`` on test2016 (the first ``sentences`` lines)."""
     from mt_cli.data.corpus import load_corpus
     from mt_cli.decode.evaluate import score
-    from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
-    translator = Translator.from_run(run, checkpoint, "cpu", amp="off")
-    corpus = load_corpus(translator.card.data, ["test2016"])["test2016"]
+    trained = load_trained(run, checkpoint)
+    corpus = load_corpus(trained.card.data, ["test2016"])["test2016"]
     sources, references = corpus["src"][:sentences], corpus["tgt"][:sentences]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mt-engines-") as tmp:
         work = Path(tmp)
-        exports = _exports(translator, work, log)
+        exports = _exports(trained, work, log)
         (work / "lines.txt").write_text("".join(line + "\n" for line in sources), encoding="utf-8")
         reference_outputs: dict[int, list[str]] = {}
         for beam in beams:
@@ -174,16 +180,16 @@ def run_engine_bench(
     return {"run": str(run), "sentences": len(sources), "threads": os.cpu_count(), "rows": rows}
 
 
-def _exports(translator, work: Path, log: Callable[[str], None]) -> dict[Case, dict[str, Any]]:
+def _exports(trained: TrainedModel, work: Path, log: Callable[[str], None]) -> dict[Case, dict[str, Any]]:
     from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
     from mt_cli.export.huggingface import export_huggingface
 
     makers: dict[Case, Callable[[Path], Path]] = {
-        Case.CT2_FLOAT32: lambda out: export_ctranslate2(translator, out, Quantization.FLOAT32),
-        Case.CT2_INT8: lambda out: export_ctranslate2(translator, out, Quantization.INT8),
-        Case.HUGGINGFACE: lambda out: export_huggingface(translator, out),
+        Case.CT2_FLOAT32: lambda out: export_ctranslate2(trained, out, Quantization.FLOAT32),
+        Case.CT2_INT8: lambda out: export_ctranslate2(trained, out, Quantization.INT8),
+        Case.HUGGINGFACE: lambda out: export_huggingface(trained, out),
     }
-    checkpoint_size = translator.checkpoint.stat().st_size
+    checkpoint_size = trained.checkpoint.stat().st_size
     members = {Case.MT: 1, Case.MT_FP32: 1, Case.MT_ENSEMBLE2: 2}  # mt's rows read the checkpoint itself
     made: dict[Case, dict[str, Any]] = {
         case: {"dir": None, "size": count * checkpoint_size, "export_seconds": 0.0}

@@ -33,6 +33,8 @@ from mt_cli.decode.translator import Translator
 from mt_cli.disk.files import check_output_path, temporary_directory_next_to, write_json
 from mt_cli.disk.reading import batched, count_lines, stream_file_lines
 from mt_cli.errors import CheckpointError, ConfigError, DataError, InputError, MtError
+from mt_cli.runtime.precision import ComputeType
+from mt_cli.trained import load_trained
 from mt_cli.version import __version__
 
 CHUNK = 10_000  # lines per translate call: sorted by length inside it, so its batches are full
@@ -66,7 +68,8 @@ def made_for(entry: CorpusConfig, label: str, device: str, log: Callable[[str], 
 def _translate(made: synthetic.Synthetic, label: str, device: str, log: Callable[[str], None]) -> None:
     from tqdm import tqdm
 
-    translator = Translator.from_run(made.run, str(made.checkpoint), device=device, amp="off")
+    trained = load_trained(made.run, str(made.checkpoint))
+    translator = Translator.of(trained, device, ComputeType.FLOAT32)  # the exact weights, on any machine
     _check_direction(translator, made, label)
     if synthetic.sha256(made.checkpoint) != made.checkpoint_sha256:
         raise CheckpointError(

@@ -50,7 +50,7 @@ from mt_cli.text.tokenizer import (
 from mt_cli.train.backtranslation import make_synthetic
 from mt_cli.train.progress import LogFile, summary_writer
 from mt_cli.train.trainer import Trainer
-from mt_cli.train.warm_start import Parent, adopt_tokenizers, find_parent, start_from
+from mt_cli.train.warm_start import Parent, adopt_tokenizers, find_parent
 
 
 def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
@@ -223,7 +223,7 @@ def _train_in(
         trainer.resume()
     with _stop_requests(trainer), closing(trainer.metrics):
         if parent is not None:
-            start_from(trainer, parent)  # the parent's weights, scored at update 0
+            trainer.start_from(parent)  # the parent's weights, scored at update 0
         progress = trainer.fit()
     if not dist.is_main:
         return {}

@@ -14,10 +14,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
+from dataclasses import replace
 
 import torch
 
-from mt_cli.checkpoint import load_checkpoint, save_checkpoint
+from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.recipe import config_to_dict
 from mt_cli.config.sections import Config
 from mt_cli.data.batch import Batch
@@ -34,7 +35,7 @@ from mt_cli.runtime.flops import peak_flops
 from mt_cli.train.optim import learning_rate, make_optimizer
 from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, restore_rng
 from mt_cli.train.validation import Validator
-from mt_cli.train.warm_start import freeze, inherit_parent
+from mt_cli.train.warm_start import Parent, freeze, keep_optimizer, started_from
 
 
 class Interrupted(Exception):
@@ -71,36 +72,50 @@ class Trainer:
     def save_last(self) -> None:
         if not self.dist.is_main:
             return
-        save_checkpoint(
-            {
-                "model": self.model.state_dict(),
-                "card": config_to_dict(self.validator.card),
-                "config": config_to_dict(self.cfg),
-                "optimizer": self.optimizer.state_dict(),
-                "scaler": self.scaler.state_dict(),
-                "progress": self.progress.as_dict(),
-                "rng": capture_rng(),
-                "step": self.progress.step,
-            },
-            self.run.last,
-        )
+        Checkpoint(
+            model=self.model.state_dict(),
+            card=self.validator.card,
+            config=config_to_dict(self.cfg),
+            step=self.progress.step,
+            optimizer=self.optimizer.state_dict(),
+            scaler=self.scaler.state_dict(),
+            progress=self.progress.as_dict(),
+            rng=capture_rng(),
+        ).save(self.run.last)
 
     def resume(self) -> None:
         # On the CPU: the RNG states must stay CPU ByteTensors, and load_state_dict moves weights and
         # optimizer moments to the model's device itself.
-        payload = load_checkpoint(self.run.last)
-        for key in ("optimizer", "scaler", "progress", "rng"):
-            if key not in payload:
-                raise CheckpointError(f"{self.run.last} has no {key} state; it cannot be resumed")
-        self.model.load_state_dict(payload["model"])
-        self.optimizer.load_state_dict(payload["optimizer"])
-        self.scaler.load_state_dict(payload["scaler"])
-        self.progress = Progress.from_dict(payload["progress"])
-        restore_rng(payload["rng"])
-        self.validator.card = inherit_parent(self.validator.card, payload, self.run.last)
+        saved = Checkpoint.load(self.run.last)
+        optimizer, scaler, progress, rng = saved.training_state(self.run.last)
+        self.model.load_state_dict(saved.model)
+        self.optimizer.load_state_dict(optimizer)
+        self.scaler.load_state_dict(scaler)
+        self.progress = Progress.from_dict(progress)
+        restore_rng(rng)
+        # A resumed warm start needs no parent: its card names it already.
+        self.validator.card = replace(self.validator.card, parent=saved.card.parent)
         self.log(
             f"resumed from {self.run.last} at update {self.progress.step}, epoch {self.progress.epoch + 1}"
         )
+
+    def start_from(self, parent: Parent) -> None:
+        """Begin from the parent's weights (and what ``train.init_keep`` names), name the parent in
+        the card, and score them at update 0 (a validation like any other: metrics.jsonl, best.pt)."""
+        tc = self.cfg.train
+        try:
+            self.model.load_state_dict(parent.trained.model.state_dict())
+        except RuntimeError as err:
+            raise CheckpointError(
+                f"train.init_from: {parent.checkpoint} does not fit this model ({str(err).splitlines()[0]})"
+            ) from None
+        if "optimizer" in tc.init_keep:
+            keep_optimizer(self.optimizer, parent)
+        if "schedule" in tc.init_keep:
+            self.progress.schedule_offset = parent.step
+        self.validator.card = replace(self.validator.card, parent=parent.record)
+        self.log(started_from(parent, tc, self.model))
+        self.validate()
 
     # ---- one update ----------------------------------------------------------------------
     def update(self, batches: list[Batch]) -> tuple[float, float]:

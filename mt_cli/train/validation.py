@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from mt_cli.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
+from mt_cli.checkpoint import Checkpoint, average_checkpoints
 from mt_cli.config.card import ModelCard
 from mt_cli.config.recipe import config_to_dict
 from mt_cli.config.sections import Config
@@ -36,7 +36,8 @@ from mt_cli.disk.files import write_json
 from mt_cli.disk.layout import RunDir
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import Transformer, build_model
-from mt_cli.runtime.device import amp_dtype, autocast
+from mt_cli.runtime.device import autocast, inference_dtype
+from mt_cli.runtime.precision import ComputeType
 from mt_cli.text.tags import translation_prefix
 from mt_cli.train.progress import Progress
 
@@ -142,22 +143,17 @@ class Validator:
         ).scores
         return loss, scores.bleu, scores.chrf
 
-    def weights(self, model: nn.Module, step: int) -> dict[str, Any]:
-        return {
-            "model": model.state_dict(),
-            "card": config_to_dict(self.card),
-            "config": config_to_dict(self.cfg),
-            "step": step,
-        }
+    def weights(self, model: nn.Module, step: int) -> Checkpoint:
+        return Checkpoint(model.state_dict(), self.card, config_to_dict(self.cfg), step)
 
     def keep(self, model: nn.Module, step: int, improved: bool) -> None:
         """Save this validation's weights for averaging (keeping the newest K) and maybe best.pt."""
         payload = self.weights(model, step)
-        save_checkpoint(payload, self.run.step_checkpoint(step))
+        payload.save(self.run.step_checkpoint(step))
         for old in self.run.step_checkpoints()[: -self.cfg.train.keep_last]:
             old.unlink()
         if improved:
-            save_checkpoint(payload, self.run.best)
+            payload.save(self.run.best)
 
     def test_scores(self, model: Transformer) -> dict[str, Any]:
         """best.pt on the test split of each direction ("de-en": its scores), greedy and with the
@@ -165,12 +161,12 @@ class Validator:
 
         ``model`` is loaded and cast for inference here: pass one that nothing else will train.
         """
-        model.load_state_dict(load_checkpoint(self.run.best)["model"])
+        model.load_state_dict(Checkpoint.load(self.run.best).model)
         # The precision `mt eval` picks on this machine, not the training one: a run trained with
         # train.amp=off (or bf16) must score in test.json what `mt eval` of best.pt gives.
-        inference_dtype = amp_dtype(self.device, "auto")
+        dtype = inference_dtype(self.device, ComputeType.DEFAULT)
         translator = Translator.for_inference(
-            model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, inference_dtype
+            model, self.data.src_tok, self.data.tgt_tok, self.card, self.device, dtype
         )
         found = {}
         for direction in self.data.evaluation:
@@ -198,7 +194,7 @@ class Validator:
         kept = self.run.step_checkpoints()[-tc.average_last :] if tc.average_last else []
         if len(kept) > 1:
             average = average_checkpoints(kept, self.run.average)
-            model.load_state_dict(load_checkpoint(average)["model"])
+            model.load_state_dict(Checkpoint.load(average).model)
             result = self.validate(model, progress.step)
             self.log(
                 f"average of the last {len(kept)} checkpoints: val bleu {result.bleu:.2f} "
@@ -206,8 +202,8 @@ class Validator:
             )
             if result.metric > best_metric:
                 payload = self.weights(model, progress.step)
-                payload["averaged_from"] = [p.name for p in kept]
-                save_checkpoint(payload, self.run.best)
+                payload.averaged_from = [p.name for p in kept]
+                payload.save(self.run.best)
                 best_metric = result.metric
         directions = self.test_scores(model) if tc.test_at_end else {}
         first = self.data.first.name

@@ -18,24 +18,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
-from mt_cli.checkpoint import checkpoint_card, load_checkpoint
+from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.card import ModelCard, ParentCard
 from mt_cli.config.schema import build
-from mt_cli.config.sections import Config, ModelConfig, TokenizerConfig
+from mt_cli.config.sections import Config, ModelConfig, TokenizerConfig, TrainConfig
 from mt_cli.disk.files import atomic_write_bytes, file_sha256
 from mt_cli.disk.layout import RunDir, run_and_checkpoint
 from mt_cli.errors import CheckpointError, ConfigError
 from mt_cli.model.transformer import Transformer
-
-if TYPE_CHECKING:
-    from mt_cli.train.trainer import Trainer
+from mt_cli.trained import TrainedModel, trained_from
 
 # Model keys a child may change: they act in training only, not on what the weights are.
 _REGULARISATION = (
@@ -52,16 +50,15 @@ _OPTIMIZER_SETTINGS = ("betas", "eps", "weight_decay")
 
 @dataclass(frozen=True)
 class Parent:
-    """A checked parent: where it is, and its checkpoint as loaded (on the CPU)."""
+    """A checked parent: where it is, its model (with its tokenizers, as every consumer loads one)
+    and the rest of its checkpoint (the update it was saved at, maybe its optimizer state)."""
 
     run: RunDir
     checkpoint: Path
-    payload: dict[str, Any]
+    saved: Checkpoint
+    trained: TrainedModel
+    step: int  # the update it was saved at
     record: ParentCard  # what the new run's card says about it
-
-    @property
-    def step(self) -> int:
-        return self.payload["step"]
 
 
 def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
@@ -78,14 +75,18 @@ def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
         path = parent_run.find_checkpoint(name)
     except CheckpointError as err:
         raise CheckpointError(f"train.init_from: {err}") from None
-    payload = load_checkpoint(path)
-    card = checkpoint_card(payload, path)
-    _check_languages(cfg, card, root)
-    _check_architecture(cfg.model, card.model, root)
-    _check_tokenizer_settings(cfg.tokenizer, payload, path)
-    _check_kept_state(cfg, payload, path)
+    saved = Checkpoint.load(path)
+    _check_languages(cfg, saved.card, root)
+    _check_architecture(cfg.model, saved.card.model, root)
+    _check_tokenizer_settings(cfg.tokenizer, saved, path)
+    step = _check_kept_state(cfg, saved, path)
     _tokenizer_files(parent_run, run, cfg)  # the parent has them; the new run has none, or the same
-    return Parent(parent_run, path, payload, ParentCard(str(root), str(path), file_sha256(path)))
+    try:
+        trained = trained_from(parent_run, path, saved)
+    except CheckpointError as err:
+        raise CheckpointError(f"train.init_from: {err}") from None
+    record = ParentCard(str(root), str(path), file_sha256(path))
+    return Parent(parent_run, path, saved, trained, step, record)
 
 
 def _check_languages(cfg: Config, card: ModelCard, root: Path) -> None:
@@ -128,14 +129,15 @@ def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> N
     )
 
 
-def _check_tokenizer_settings(ours: TokenizerConfig, payload: dict[str, Any], path: Path) -> None:
-    if not _holds(payload, "config", dict) or not _holds(payload["config"], "tokenizer", dict):
+def _check_tokenizer_settings(ours: TokenizerConfig, saved: Checkpoint, path: Path) -> None:
+    recipe = saved.config
+    if recipe is None or not isinstance(recipe.get("tokenizer"), dict):
         raise CheckpointError(
             f"train.init_from: {path} holds no training recipe, so its tokenizer settings are unknown; "
             "start from a checkpoint that mt train wrote"
         )
     try:
-        theirs = build(TokenizerConfig, payload["config"]["tokenizer"], prefix="tokenizer.")
+        theirs = build(TokenizerConfig, recipe["tokenizer"], prefix="tokenizer.")
     except ConfigError as err:
         raise CheckpointError(
             f"train.init_from: {path} has tokenizer settings this version cannot read: {err}"
@@ -144,18 +146,16 @@ def _check_tokenizer_settings(ours: TokenizerConfig, payload: dict[str, Any], pa
     _require_same("tokenizer", ours, theirs, _TOKENIZER_TRAINING, why, "set them as the parent's")
 
 
-def _check_kept_state(cfg: Config, payload: dict[str, Any], path: Path) -> None:
-    if "optimizer" in cfg.train.init_keep and not _holds(payload, "optimizer", dict):
+def _check_kept_state(cfg: Config, saved: Checkpoint, path: Path) -> int:
+    """The update ``saved`` was written at, once it holds what ``train.init_keep`` asks for."""
+    if "optimizer" in cfg.train.init_keep and saved.optimizer is None:
         raise CheckpointError(
             f"train.init_keep has optimizer, but {path} holds no optimizer state (only last.pt does); "
             "start from RUN:last, or drop optimizer from train.init_keep"
         )
-    if not _holds(payload, "step", int):
+    if saved.step is None:
         raise CheckpointError(f"train.init_from: {path} does not say at which update it was saved")
-
-
-def _holds(data: dict[str, Any], key: str, kind: type) -> bool:
-    return key in data and isinstance(data[key], kind)
+    return saved.step
 
 
 def _tokenizer_files(parent: RunDir, run: RunDir, cfg: Config) -> list[tuple[Path, Path]]:
@@ -208,38 +208,12 @@ def freeze(model: Transformer, parts: list[str]) -> None:
             module.requires_grad_(False)
 
 
-def start_from(trainer: Trainer, parent: Parent) -> None:
-    """Give the new run its parent's weights (and what ``train.init_keep`` names), name the parent in
-    its card, and score them at update 0 (a validation like any other: metrics.jsonl, best.pt)."""
-    tc = trainer.cfg.train
-    try:
-        trainer.model.load_state_dict(parent.payload["model"])
-    except RuntimeError as err:
-        raise CheckpointError(
-            f"train.init_from: {parent.checkpoint} does not fit this model ({str(err).splitlines()[0]})"
-        ) from None
-    kept = []
-    if "optimizer" in tc.init_keep:
-        _keep_optimizer(trainer.optimizer, parent)
-        kept.append("its optimizer state")
-    if "schedule" in tc.init_keep:
-        trainer.progress.schedule_offset = parent.step
-        kept.append(f"its schedule from update {parent.step}")
-    trainer.validator.card = replace(trainer.validator.card, parent=parent.record)
-    frozen = sum(p.numel() for p in trainer.model.parameters() if not p.requires_grad)
-    trainer.log(
-        f"warm start from {parent.checkpoint} (update {parent.step}, sha256 {parent.record.sha256[:12]}): "
-        + (f"keeping {' and '.join(kept)}" if kept else "a fresh optimizer and schedule")
-        + (f"; frozen: {', '.join(tc.freeze)} ({frozen / 1e6:.2f}M parameters)" if tc.freeze else "")
-    )
-    trainer.validate()
-
-
-def _keep_optimizer(optimizer: torch.optim.Optimizer, parent: Parent) -> None:
+def keep_optimizer(optimizer: torch.optim.Optimizer, parent: Parent) -> None:
+    """Give ``optimizer`` the parent's state (AdamW's moments) with this recipe's settings."""
     # load_state_dict also brings the parent's hyper-parameters; this recipe's are the ones to use.
     settings = [{key: group[key] for key in _OPTIMIZER_SETTINGS} for group in optimizer.param_groups]
     try:
-        optimizer.load_state_dict(parent.payload["optimizer"])
+        optimizer.load_state_dict(parent.saved.optimizer or {})
     except (ValueError, KeyError) as err:
         raise CheckpointError(
             f"train.init_keep: the optimizer state of {parent.checkpoint} does not fit this model ({err})"
@@ -248,6 +222,16 @@ def _keep_optimizer(optimizer: torch.optim.Optimizer, parent: Parent) -> None:
         group.update(kept)
 
 
-def inherit_parent(card: ModelCard, payload: dict[str, Any], path: Path) -> ModelCard:
-    """``card`` with the parent named in a resumed checkpoint's card: a resume needs no parent."""
-    return replace(card, parent=checkpoint_card(payload, path).parent)
+def started_from(parent: Parent, tc: TrainConfig, model: nn.Module) -> str:
+    """The log line of a warm start: the parent, what was kept of it, what is frozen."""
+    kept = []
+    if "optimizer" in tc.init_keep:
+        kept.append("its optimizer state")
+    if "schedule" in tc.init_keep:
+        kept.append(f"its schedule from update {parent.step}")
+    frozen = sum(p.numel() for p in model.parameters() if not p.requires_grad)
+    return (
+        f"warm start from {parent.checkpoint} (update {parent.step}, sha256 {parent.record.sha256[:12]}): "
+        + (f"keeping {' and '.join(kept)}" if kept else "a fresh optimizer and schedule")
+        + (f"; frozen: {', '.join(tc.freeze)} ({frozen / 1e6:.2f}M parameters)" if tc.freeze else "")
+    )
