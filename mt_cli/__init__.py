@@ -8,6 +8,7 @@ import-linter, the contracts in pyproject.toml):
     tools                    mt bench, the textbook baseline, plots: beside the core, never imported by it
     train                    the run directory around the loop, the AMP loop, validation, schedule
     decode                   search, the translator (lines in, lines out), sacreBLEU scoring
+    trained                  a trained model as every consumer loads it: card, tokenizers, weights
     model | data             the network and its loss | corpus -> encoded pairs -> batches
     text | checkpoint        the SentencePiece models | saving, loading and averaging checkpoints
     config | runtime         recipes and a trained model's card | device, precision, DDP

@@ -9,9 +9,8 @@ from test_ensemble import other_model
 from test_search import random_model, random_sources
 
 from mt_cli.data.batch import pad_sources
-from mt_cli.decode.alignment import attention_matrix, pharaoh, piece_to_word, word_alignment
+from mt_cli.decode.alignment import attention_matrix, cross_attention, pharaoh, piece_to_word, word_alignment
 from mt_cli.decode.ensemble import Ensemble
-from mt_cli.decode.search import cross_attention
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from mt_cli.cli import app
 from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, pad_sources
-from mt_cli.decode.search import greedy_search, max_output_lengths
+from mt_cli.decode.hypotheses import max_output_lengths
+from mt_cli.decode.search import greedy_search
 from mt_cli.model.transformer import build_model
 from mt_cli.specials import BOS_ID, EOS_ID
 from mt_cli.tools.textbook import TextbookTransformer, naive_greedy_batch, textbook_from

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
-from mt_cli.decode.engine import output_limit
+from mt_cli.decode.hypotheses import output_limit
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
-from mt_cli.decode.engine import output_limit
+from mt_cli.decode.hypotheses import output_limit
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.layout import ExportFiles

@@ -18,7 +18,7 @@ from transformers.models.marian.modeling_marian import MarianSinusoidalPositiona
 
 from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, target_ids
-from mt_cli.decode.engine import output_limit
+from mt_cli.decode.hypotheses import output_limit
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines

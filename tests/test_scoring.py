@@ -8,8 +8,9 @@ import torch
 from test_search import VOCAB, random_model, random_sources
 
 from mt_cli.data.batch import collate, pad_sources, target_ids
+from mt_cli.decode.hypotheses import Decoder
 from mt_cli.decode.scoring import force_decode
-from mt_cli.decode.search import Decoder, greedy_search
+from mt_cli.decode.search import greedy_search
 from mt_cli.model.loss import token_loss
 from mt_cli.specials import BOS_ID, EOS_ID
 

@@ -7,14 +7,9 @@ import torch
 
 from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, pad_sources
-from mt_cli.decode.search import (
-    beam_search,
-    cross_attention,
-    greedy_search,
-    length_penalty,
-    max_output_lengths,
-    one_per_row,
-)
+from mt_cli.decode.alignment import cross_attention
+from mt_cli.decode.hypotheses import length_penalty, max_output_lengths
+from mt_cli.decode.search import beam_search, greedy_search, one_per_row
 from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.specials import BOS_ID, EOS_ID
 

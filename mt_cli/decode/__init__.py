@@ -1,6 +1,7 @@
 """From a trained model to translations and scores: the one engine interface (``engine``) and
-its typed results (``results``); greedy and beam search (``search``), sampling (``sampling``),
+its typed results (``results``); greedy and beam search (``search``) with what every search
+shares (``hypotheses``: the decoder protocol, the length rules), sampling (``sampling``),
 forced decoding (``scoring``), ensembles (``ensemble``, ``members``) and alignments
 (``alignment``); mt's engine (``translator``) and CTranslate2's (``ctranslate2``); sacreBLEU and
-chrF (``evaluate``). Reads a model's card, never its training recipe. Imports ``model``, ``data``
-and below; never ``train``."""
+chrF (``evaluate``). Loads a model through ``trained`` and reads its card, never its training
+recipe. Imports ``trained``, ``model``, ``data`` and below; never ``train``."""

@@ -11,15 +11,12 @@ detokenized translation, 0-based.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
+from mt_cli.decode.hypotheses import Decoder
 from mt_cli.specials import BOS_ID, PAD_ID, WORD_START
-
-if TYPE_CHECKING:  # search imports this module for cross_attention
-    from mt_cli.decode.search import Decoder
 
 
 @torch.inference_mode()
@@ -59,6 +56,13 @@ def attention_matrix(
     attention = torch.stack(rows, dim=1).cpu()  # (B, T, S)
     src_lengths = src_mask.reshape(batch, -1).sum(-1).tolist()  # (B,) real positions, EOS included
     return [attention[i, : len(t) + 1, : src_lengths[i]] for i, t in enumerate(targets)]
+
+
+def cross_attention(model: Decoder, src: Tensor, src_mask: Tensor, tokens: list[int]) -> Tensor:
+    """Last decoder layer's cross-attention (mean over heads) while forcing ``tokens`` for one
+    source (1, S): (len(tokens) + 1, S), EOS row included. ``attention_matrix`` for a batch and
+    any layer."""
+    return attention_matrix(model, src, src_mask, [tokens])[0]
 
 
 def piece_to_word(pieces: Sequence[str]) -> list[int]:

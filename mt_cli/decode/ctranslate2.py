@@ -26,9 +26,9 @@ from mt_cli.decode.engine import (
     Warn,
     check_pairs,
     ignore,
-    output_limit,
     target_pieces,
 )
+from mt_cli.decode.hypotheses import output_limit
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import CheckpointError, InputError
@@ -104,7 +104,10 @@ class CTranslate2Engine(CardEngine):
             from mt_cli.decode.ctranslate2_sampling import sample
 
             for limit, group in groups.items():
-                sampled = sample(self, [sources[i] for i in group], [lines[i] for i in group], limit, options)
+                pieces = [self.src_tok.sp.id_to_piece(sources[i]) for i in group]
+                texts = [lines[i] for i in group]
+                batch_tokens = self.card.decode.max_tokens
+                sampled = sample(self.translator, self.tgt_tok, pieces, texts, limit, options, batch_tokens)
                 for index, hypothesis in zip(group, sampled):
                     found[index] = [hypothesis]
         else:

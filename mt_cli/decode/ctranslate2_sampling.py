@@ -21,40 +21,43 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from mt_cli.decode.hypotheses import normalised
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.sampling import draw, line_seed, truncated_distribution
-from mt_cli.decode.search import length_penalty
 from mt_cli.specials import EOS_ID
+from mt_cli.text.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
-    from mt_cli.decode.ctranslate2 import CTranslate2Engine
+    import ctranslate2
 
 
 def sample(
-    engine: CTranslate2Engine,
-    sources: Sequence[list[int]],
+    translator: ctranslate2.Translator,
+    tgt_tok: Tokenizer,
+    pieces: Sequence[list[str]],
     lines: Sequence[str],
     limit: int,
     options: TranslateOptions,
+    batch_tokens: int,
 ) -> list[tuple[list[str], float]]:
-    """One sample per source (piece ids without EOS, all sharing the output ``limit``, EOS
-    included): its target pieces and its score (summed log-probability under the model,
-    untempered, divided by the length penalty, as mt's engine scores a sample)."""
+    """One sample per source of ``lines`` (``pieces``: its source pieces without EOS; all share the
+    output ``limit``, EOS included) from ``translator``, whose target pieces are ``tgt_tok``'s,
+    in batches of ``batch_tokens``: its target pieces and its score (summed log-probability under
+    the model, untempered, divided by the length penalty, as mt's engine scores a sample)."""
     sampling = options.sampling
     assert sampling is not None  # the caller samples only when asked to
-    pieces = [engine.src_tok.sp.id_to_piece(ids) for ids in sources]
     generators = [torch.Generator().manual_seed(line_seed(sampling.seed, line)) for line in lines]
-    prefixes: list[list[int]] = [[] for _ in sources]
-    totals = [0.0] * len(sources)
-    alive = list(range(len(sources)))
+    prefixes: list[list[int]] = [[] for _ in pieces]
+    totals = [0.0] * len(pieces)
+    alive = list(range(len(pieces)))
     for step in range(limit):
-        results = engine.translator.translate_batch(
+        results = translator.translate_batch(
             [pieces[i] for i in alive],
-            target_prefix=[engine.tgt_tok.sp.id_to_piece(prefixes[i]) for i in alive],
+            target_prefix=[tgt_tok.sp.id_to_piece(prefixes[i]) for i in alive],
             beam_size=1,
             max_decoding_length=step + 1,  # the forced prefix and one more word
             return_logits_vocab=True,
-            max_batch_size=engine.card.decode.max_tokens,
+            max_batch_size=batch_tokens,
             batch_type="tokens",
         )
         # Each result holds the logits of every position of its prefix and the next: the last.
@@ -77,6 +80,6 @@ def sample(
         if not alive:
             break
     return [
-        (engine.tgt_tok.sp.id_to_piece(ids), total / length_penalty(len(ids) + 1, options.alpha))
+        (tgt_tok.sp.id_to_piece(ids), normalised(total, len(ids), options.alpha))
         for ids, total in zip(prefixes, totals)
     ]

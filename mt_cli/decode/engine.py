@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -259,12 +258,6 @@ def _pieces_within(
             warn(f"line {number}: {message}")
             del ids[limit:]
     return encoded
-
-
-def output_limit(source_length: int, max_len_a: float, max_len_b: int, max_positions: int) -> int:
-    """Most tokens generated for a source of ``source_length`` pieces (EOS included on both):
-    ``max_len_a * source_length + max_len_b``, within the positions after BOS."""
-    return min(max(1, math.floor(max_len_a * source_length) + max_len_b), max_positions - 1)
 
 
 def target_pieces(

@@ -6,7 +6,7 @@ combination; weights default to equal and are normalised to sum to 1). Each memb
 encoder memory and KV cache, so members may differ in architecture (layers, widths, heads); they
 must share their vocabularies (the engine checks that the tokenizers are the same files).
 
-An ``Ensemble`` is a ``search.Decoder``: greedy, beam and sampling search, forced decoding and
+An ``Ensemble`` is a ``hypotheses.Decoder``: greedy, beam and sampling search, forced decoding and
 attention run on it unchanged.
 """
 

@@ -2,7 +2,7 @@
 
 Scores are natural logarithms. A translation's ``score`` is the number its search ranks by: the
 summed log-probability of its pieces and EOS, divided by ``length ** length_penalty`` (length
-counting EOS; see ``search.length_penalty``), for greedy search, beam search and samples alike.
+counting EOS; see ``hypotheses.length_penalty``), for greedy search, beam search and samples alike.
 A ``Score`` of a given target is the plain sum, never length-normalised. Formatting these (Moses
 n-best, Pharaoh, JSON) is the command line's business, not this module's.
 """

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from mt_cli.decode.search import Decoder, Hypothesis, one_per_row
+from mt_cli.decode.hypotheses import Decoder, Found
+from mt_cli.decode.search import one_per_row
 from mt_cli.errors import InputError
 
 
@@ -103,11 +104,11 @@ def sample_search(
     max_len_b: int,
     sampling: Sampling,
     line_seeds: Sequence[int],
-) -> list[Hypothesis]:
+) -> list[Found]:
     """One sample per sentence, batched, with the KV cache; sentence i draws from a generator
     seeded with ``line_seeds[i]`` (see ``line_seed``).
 
-    A ``Hypothesis``'s score is the summed log-probability of its tokens, EOS included, under the
+    A ``Found``'s score is the summed log-probability of its tokens, EOS included, under the
     model's own distribution: untempered and untruncated (what ``scoring.force_decode`` gives for
     the same tokens), not the distribution it was drawn from. At the length limit EOS is forced,
     as in the other searches.
@@ -126,4 +127,4 @@ def sample_search(
         return draw(probs, uniforms.to(logits.device))  # (N,)
 
     tokens, scores = one_per_row(model, src, src_mask, max_len_a, max_len_b, pick, scored=True)
-    return [Hypothesis(t, s) for t, s in zip(tokens, scores)]
+    return [Found(t, s) for t, s in zip(tokens, scores)]

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from mt_cli.data.batch import collate, target_ids
-from mt_cli.decode.search import Decoder
+from mt_cli.decode.hypotheses import Decoder
 from mt_cli.specials import EOS_ID
 
 

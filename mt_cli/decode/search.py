@@ -6,69 +6,25 @@ runs once per batch; every step feeds one token per live hypothesis and reuses t
 keys/values. Finished sentences leave the batch, so they cost nothing afterwards.
 
 Outputs are token ids without BOS/EOS; turning them into text is the translator's job.
-The searches take any ``Decoder``: a ``Transformer`` or an ``ensemble.Ensemble`` of them.
-Sampling lives in ``sampling``, forced decoding in ``scoring``, attention in ``alignment``.
+The searches take any ``hypotheses.Decoder``: a ``Transformer`` or an ``ensemble.Ensemble`` of
+them, and return ``hypotheses.Found``, scored and limited in length by the rules there. Sampling
+lives in ``sampling``, forced decoding in ``scoring``, attention in ``alignment``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
-from mt_cli.decode.alignment import attention_matrix
+from mt_cli.decode.hypotheses import Decoder, Found, max_output_lengths, normalised
 from mt_cli.specials import BOS_ID, EOS_ID
 
 # Greedy search drops finished sentences from the batch once 1/COMPACT_DIVISOR of it has
 # finished. Each drop copies every layer's cache while it saves the finished rows' work; on
 # test2016 the two balance: divisors 2 to 16 decode equally fast (docs/benchmarks.md).
 COMPACT_DIVISOR = 4
-
-
-class Decoder(Protocol):
-    """What the searches, forced decoding and alignment use of a model: a ``Transformer`` or an
-    ``Ensemble``. The memory from ``encode`` and the cache are the model's own business: the
-    searches only hand them back, and call the cache's ``expand_beams``, ``reorder`` and
-    ``select`` (the methods of ``DecoderCache``)."""
-
-    max_positions: int
-
-    def encode(self, src: Tensor, src_mask: Tensor) -> Any: ...
-
-    def start_cache(self, memory: Any, src_mask: Tensor) -> Any: ...
-
-    def step(
-        self, tokens: Tensor, cache: Any, return_attention: bool = False, attention_layer: int | None = None
-    ) -> tuple[Tensor, Any, Tensor | None]:
-        """fp32 next-token scores (N, V) whose log_softmax is the model's log-probability."""
-        ...
-
-    def decode(self, tgt_in: Tensor, memory: Any, src_mask: Tensor, tgt_mask: Tensor) -> Tensor:
-        """Teacher-forced scores (B, T, V), the same as ``step``'s position by position."""
-        ...
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    tokens: list[int]  # without BOS and EOS
-    score: float  # sum of log-probabilities divided by the length penalty
-
-
-def max_output_lengths(model: Decoder, src_mask: torch.Tensor, a: float, b: int) -> torch.Tensor:
-    """Per-sentence limit on generated tokens (EOS included): a * source length + b."""
-    src_lengths = src_mask.view(src_mask.size(0), -1).sum(-1)  # (B,)
-    limit = (a * src_lengths.float()).floor().long() + b
-    return limit.clamp(min=1, max=model.max_positions - 1)  # BOS takes one position
-
-
-def length_penalty(length: int, alpha: float) -> float:
-    """|Y| ** alpha, |Y| counting EOS: a finished hypothesis's summed log-probability is divided by
-    it. The convention of CTranslate2, fairseq and Hugging Face, so ``--length-penalty`` means the
-    same in every engine and an export decodes mt's beams; alpha 0 turns it off."""
-    return float(length) ** alpha
 
 
 @torch.inference_mode()
@@ -144,7 +100,7 @@ def beam_search(
     max_len_a: float,
     max_len_b: int,
     n_best: int = 1,
-) -> list[list[Hypothesis]]:
+) -> list[list[Found]]:
     """Batched beam search; returns the ``n_best`` hypotheses per sentence, best first.
 
     Each step ranks the 2k best extensions per sentence: those ending in EOS within the top k
@@ -157,7 +113,7 @@ def beam_search(
     limits = max_output_lengths(model, src_mask, max_len_a, max_len_b)  # (B,)
     cache = model.start_cache(model.encode(src, src_mask), src_mask).expand_beams(k)
     scores, history, tokens = _start_beams(batch, k, device)  # (N, k), (N*k, 0), (N*k,); N live sentences
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    finished: list[list[Found]] = [[] for _ in range(batch)]
     n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (N,)
     alive = torch.arange(batch, device=device)  # (N,) original index of each live sentence
     ranks = torch.arange(2 * k, device=device)  # (2k,)
@@ -219,7 +175,7 @@ def _best_extensions(
 
 
 def _collect(
-    finished: list[list[Hypothesis]],
+    finished: list[list[Found]],
     ended: torch.Tensor,
     alive: torch.Tensor,
     top_scores: torch.Tensor,
@@ -232,17 +188,10 @@ def _collect(
     scores = top_scores[ended].tolist()
     words = history[top_rows[ended]].tolist()  # each without BOS, before the EOS
     for sentence, score, tokens in zip(sentences, scores, words):
-        finished[sentence].append(Hypothesis(tokens, score / length_penalty(len(tokens) + 1, alpha)))
+        finished[sentence].append(Found(tokens, normalised(score, len(tokens), alpha)))
 
 
 def _eos_only(vocab: int, device: torch.device) -> torch.Tensor:
     allowed = torch.zeros(vocab, dtype=torch.bool, device=device)  # (V,)
     allowed[EOS_ID] = True
     return allowed
-
-
-def cross_attention(model: Decoder, src: Tensor, src_mask: Tensor, tokens: list[int]) -> Tensor:
-    """Last decoder layer's cross-attention (mean over heads) while forcing ``tokens`` for one
-    source (1, S): (len(tokens) + 1, S), EOS row included. ``alignment.attention_matrix`` for a
-    batch and any layer."""
-    return attention_matrix(model, src, src_mask, [tokens])[0]

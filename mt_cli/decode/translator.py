@@ -30,6 +30,7 @@ from mt_cli.decode.engine import (
     target_pieces,
 )
 from mt_cli.decode.ensemble import Ensemble
+from mt_cli.decode.hypotheses import Found, normalised
 from mt_cli.decode.processes import BatchPool, default_processes
 from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
@@ -163,7 +164,7 @@ class Translator(CardEngine):
     ) -> list[Translation]:
         options = self.resolve(options)
         sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
-        found: list[list[search.Hypothesis]] = [[search.Hypothesis([], 0.0)] for _ in sources]
+        found: list[list[Found]] = [[Found([], 0.0)] for _ in sources]
         groups = self.batches(sources, options.beam_size)
         batches = [([sources[i] for i in group], options, [lines[i] for i in group]) for group in groups]
         for group, hyps in zip(groups, self._decode_batches(batches)):
@@ -194,7 +195,7 @@ class Translator(CardEngine):
 
     def _decode_batches(
         self, batches: list[tuple[list[list[int]], TranslateOptions, list[str]]]
-    ) -> list[list[list[search.Hypothesis]]]:
+    ) -> list[list[list[Found]]]:
         """``_decode_batch`` of each batch, in order: in worker processes when there is more than one
         batch and ``processes`` allows; a line's result is the same either way (tests/test_processes.py)."""
         processes = default_processes(self.device) if self.processes is None else self.processes
@@ -206,7 +207,7 @@ class Translator(CardEngine):
 
     def _decode_batch(
         self, sources: list[list[int]], options: TranslateOptions, lines: list[str]
-    ) -> list[list[search.Hypothesis]]:
+    ) -> list[list[Found]]:
         """The hypotheses of one batch of source ids (with EOS) of ``lines``."""
         src, src_mask = self._padded(sources)
         with autocast(self.device, self.dtype):
@@ -214,7 +215,7 @@ class Translator(CardEngine):
 
     def _search(
         self, src: Tensor, src_mask: Tensor, options: TranslateOptions, lines: list[str]
-    ) -> list[list[search.Hypothesis]]:
+    ) -> list[list[Found]]:
         """Each source's hypotheses, best first, scored as beam search ranks them."""
         dec, alpha = self.card.decode, options.alpha
         if options.sampling is None and options.beam_size > 1:
@@ -235,12 +236,12 @@ class Translator(CardEngine):
             )
             pairs = list(zip(tokens, sums if options.scores else [math.nan] * len(tokens)))
         # Normalised like a finished beam, so that a score means the same whatever found it.
-        return [[search.Hypothesis(t, s / search.length_penalty(len(t) + 1, alpha))] for t, s in pairs]
+        return [[Found(t, normalised(s, len(t), alpha))] for t, s in pairs]
 
     def _hypothesis_alignments(
         self,
         sources: list[list[int]],
-        found: list[list[search.Hypothesis]],
+        found: list[list[Found]],
         layer: int | None,
         tgt_lang: str | None,
     ) -> list[list[Alignment]]:

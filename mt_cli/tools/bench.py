@@ -43,7 +43,8 @@ from mt_cli.data.batch import Batch, pad_sources
 from mt_cli.data.corpus import load_corpus
 from mt_cli.data.dataset import EncodedPairs, encode_pairs, short_enough
 from mt_cli.data.sampler import TokenBatchSampler
-from mt_cli.decode.search import beam_search, greedy_search, max_output_lengths
+from mt_cli.decode.hypotheses import max_output_lengths
+from mt_cli.decode.search import beam_search, greedy_search
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.layout import RunDir
 from mt_cli.model.flops import training_flops

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mt_cli.config.card import card_from_dict
-from mt_cli.decode.engine import Engine, output_limit
+from mt_cli.decode.engine import Engine
+from mt_cli.decode.hypotheses import output_limit
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import RunFailure
 
