@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import typing
+
 import pytest
 import torch
 
-from mt_cli.errors import ConfigError
+from mt_cli.config.sections import TrainConfig
+from mt_cli.errors import ConfigError, InputError
 from mt_cli.runtime import device
-from mt_cli.runtime.device import amp_dtype
+from mt_cli.runtime.device import amp_dtype, inference_dtype
+from mt_cli.runtime.precision import AMP_MODES, ComputeType, amp_compute_type
 
 CPU = torch.device("cpu")
 
@@ -30,3 +34,25 @@ def test_explicit_bf16_is_refused_on_a_cpu_that_would_emulate_it(monkeypatch) ->
 def test_fp16_needs_a_gpu() -> None:
     with pytest.raises(ConfigError, match="fp16 needs a CUDA GPU"):
         amp_dtype(CPU, "fp16")
+
+
+def test_every_train_amp_value_names_one_compute_type() -> None:
+    amp = typing.get_type_hints(TrainConfig)["amp"]
+    assert set(AMP_MODES) == set(typing.get_args(amp))  # the recipe's values, no more
+    assert amp_compute_type("off") is ComputeType.FLOAT32 and amp_compute_type("auto") is ComputeType.DEFAULT
+    with pytest.raises(ConfigError, match="choose one of auto, bf16, fp16, off"):
+        amp_compute_type("fp8")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_training_and_inference_agree_on_each_precision(monkeypatch, native: bool) -> None:
+    # One mapping: train.amp's dtype is the dtype of its compute type, or both are refused.
+    monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: native)
+    for mode, compute_type in AMP_MODES.items():
+        try:
+            expected = inference_dtype(CPU, compute_type)
+        except InputError:
+            with pytest.raises(ConfigError, match=f"amp {mode} "):
+                amp_dtype(CPU, mode)
+        else:
+            assert amp_dtype(CPU, mode) == expected, mode
