@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from mt_cli.disk.files import writing
-from mt_cli.errors import ConfigError
+from mt_cli.errors import ConfigError, TrainingError
 
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
@@ -40,6 +40,34 @@ class Progress:
     def from_dict(cls, data: dict[str, Any]) -> Progress:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+    def count_update(self, applied: bool, max_bad_steps: int) -> None:
+        """Count an applied update, or a skipped one (non-finite gradient); ``max_bad_steps``
+        skips in a row stop training."""
+        if applied:
+            self.step, self.bad_steps = self.step + 1, 0
+            return
+        self.bad_steps, self.skipped_steps = self.bad_steps + 1, self.skipped_steps + 1
+        if self.bad_steps >= max_bad_steps:
+            raise TrainingError(
+                f"the gradient was not finite for {max_bad_steps} updates in a row at update "
+                f"{self.step}; lower train.lr or use train.amp=bf16/off"
+            )
+
+
+def epoch_bar(total: int | None, progress: Progress, quiet: bool) -> Any:
+    """The progress bar of the current epoch (tqdm), from the batch it resumes at."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        initial=progress.batch_in_epoch,
+        desc=f"epoch {progress.epoch + 1}",
+        disable=quiet,
+        unit="upd",
+        leave=False,
+        dynamic_ncols=True,
+    )
 
 
 @dataclass

@@ -25,7 +25,7 @@ from mt_cli.data.batch import Batch
 from mt_cli.data.epochs import EpochLoader, epoch_plan
 from mt_cli.data.prepare import TrainingData
 from mt_cli.disk.layout import RunDir
-from mt_cli.errors import CheckpointError, TrainingError
+from mt_cli.errors import CheckpointError
 from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters
@@ -33,7 +33,7 @@ from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.runtime.flops import peak_flops
 from mt_cli.train.optim import learning_rate, make_optimizer
-from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, restore_rng
+from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, epoch_bar, restore_rng
 from mt_cli.train.validation import Validator
 from mt_cli.train.warm_start import Parent, freeze, keep_optimizer, started_from
 
@@ -142,21 +142,8 @@ class Trainer:
             self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        self.count_update(applied=math.isfinite(grad_norm))
+        self.progress.count_update(math.isfinite(grad_norm), self.cfg.train.max_bad_steps)
         return total_loss / max(sum(b.tgt_tokens for b in batches), 1), grad_norm
-
-    def count_update(self, applied: bool) -> None:
-        """Count an applied update, or a skipped one (non-finite gradient); too many skips in a row stop."""
-        p, tc = self.progress, self.cfg.train
-        if applied:
-            p.step, p.bad_steps = p.step + 1, 0
-            return
-        p.bad_steps, p.skipped_steps = p.bad_steps + 1, p.skipped_steps + 1
-        if p.bad_steps >= tc.max_bad_steps:
-            raise TrainingError(
-                f"the gradient was not finite for {tc.max_bad_steps} updates in a row at update "
-                f"{p.step}; lower train.lr or use train.amp=bf16/off"
-            )
 
     # ---- the loop --------------------------------------------------------------------------
     def epoch_updates(self) -> Iterator[list[Batch]]:
@@ -242,7 +229,8 @@ class Trainer:
     def run_epoch(self, clock: float) -> tuple[str | None, Throughput]:
         """Train to the end of the epoch or a stop reason; returns it and the epoch's throughput."""
         tc, p = self.cfg.train, self.progress
-        bar = self.progress_bar()
+        quiet = not (self.dist.is_main and sys.stderr.isatty())
+        bar = epoch_bar(self.plan.length(), self.progress, quiet)
         epoch, window = Throughput(self.peak_flops, self.data_wait), self.window
         try:
             for batches in self.epoch_updates():
@@ -314,18 +302,4 @@ class Trainer:
         self.log(
             f"epoch {self.progress.epoch} | update {self.progress.step} | {meter.describe()}"
             f" | {self.progress.elapsed / 60:.1f} min{summary}"
-        )
-
-    def progress_bar(self):
-        from tqdm import tqdm
-
-        quiet = not (self.dist.is_main and sys.stderr.isatty())
-        return tqdm(
-            total=self.plan.length(),
-            initial=self.progress.batch_in_epoch,
-            desc=f"epoch {self.progress.epoch + 1}",
-            disable=quiet,
-            unit="upd",
-            leave=False,
-            dynamic_ncols=True,
         )
