@@ -76,6 +76,7 @@ def load(
         return Model(CTranslate2Engine(model_dir, device, precision), warn)
     from mt_cli.decode.members import ensemble_of
     from mt_cli.decode.translator import Translator
+    from mt_cli.runtime.device import inference_dtype, resolve_device
     from mt_cli.trained import load_trained
 
     members = [(root, checkpoint), *(run_and_checkpoint(spec) for spec in ensemble)]
@@ -84,6 +85,7 @@ def load(
             raise InputError(f"{run} is a CTranslate2 export; open it with --engine ctranslate2")
     if processes is not None and processes < 1:
         raise InputError(f"processes {processes} must be at least 1 (1 decodes in this process)")
+    inference_dtype(resolve_device(device), precision)  # a device or precision refused before any loading
     translators = [Translator.of(load_trained(run, point), device, precision) for run, point in members]
     return Model(replace(ensemble_of(translators, weights), processes=processes), warn)
 

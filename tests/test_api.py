@@ -107,3 +107,9 @@ def test_an_export_directory_needs_the_ctranslate2_engine(trained_run: Path) -> 
         mt_cli.load(export)
     ct2 = mt_cli.load(export, engine="ctranslate2", compute_type="float32")
     assert ct2.origin == str(export) and ct2.src_lang == "de"
+
+
+def test_a_precision_the_device_cannot_run_is_refused_before_loading(tmp_path: Path) -> None:
+    # Nothing is read: the run does not even exist, and the refusal is still about the precision.
+    with pytest.raises(InputError, match="compute type float16 needs a CUDA GPU"):
+        mt_cli.load(tmp_path / "no-run", device="cpu", compute_type="float16")
