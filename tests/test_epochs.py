@@ -64,6 +64,9 @@ def test_fixed_batches_resume_mid_epoch_and_run_on_into_the_next(
     assert tensors(list(EpochLoader(plan, workers, seed=1).batches(1, start=3))) == tensors(second[3:])
     expected = [plan.corpus.collate(indices.tolist()) for indices in plan.units(0)]
     assert tensors(first) == tensors(expected)
+    # one prepared corpus draws every pair once, whatever the seed and epoch
+    assert plan.corpus.epoch_draws(3, 4).tolist() == list(range(len(plan.corpus)))
+    assert plan.corpus.fixed_draws()
 
 
 def test_dropout_segments_each_epoch_anew_and_keeps_the_text(tiny_corpus: TinyCorpus, monkeypatch) -> None:

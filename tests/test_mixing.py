@@ -64,7 +64,7 @@ def test_weights_1_and_3_draw_the_corpora_1_to_3(tiny_corpus: TinyCorpus) -> Non
         assert (per_pair[: sizes[0]] == 1).all() and (per_pair[sizes[0] :] == 3).all()
         per_corpus = np.bincount(corpus.corpus_of(drawn), minlength=2)
         assert per_corpus.tolist() == [sizes[0], 3 * sizes[1]]  # per pair, 1:3
-    assert plan.length() == len(plan.units(0)) == len(plan.units(1))
+    assert corpus.fixed_draws() and plan.length() == len(plan.units(0)) == len(plan.units(1))
     # The batches mix the corpora: no batch of corpus 1 only, as there would be without a shuffle.
     kinds = [set(corpus.corpus_of(unit).tolist()) for unit in plan.units(0)]
     assert sum(kind == {0, 1} for kind in kinds) > len(kinds) // 2
@@ -86,7 +86,7 @@ def test_a_fractional_weight_draws_that_share_seeded_and_other_pairs_each_epoch(
     two_and_a_half = MixedCorpus(corpus.parts, [1.0, 2.5]).epoch_draws(1, 0)
     assert np.bincount(two_and_a_half[two_and_a_half >= start] - start).tolist().count(3) == round(size / 2)
     plan = epoch_plan(two_corpora((1, 0.5)), corpus, (tiny_corpus.src_tok, tiny_corpus.tgt_tok), 0, 1)
-    assert plan.length() is None  # each epoch packs other pairs
+    assert not corpus.fixed_draws() and plan.length() is None  # each epoch packs other pairs
 
 
 @pytest.mark.parametrize("workers", [0, 1])
