@@ -5,7 +5,7 @@ An epoch is a list of *units* of work, fixed by (train.seed, epoch) before it st
 (``EpochPlan``, made by ``epochs.epoch_plan``) turns one unit into this rank's padded batches.
 ``EpochLoader`` runs the plan's ``load`` in DataLoader processes (0: in the training process), in
 order, so the batches do not depend on the number of workers, and a resumed epoch gets exactly
-the batches it began with: the checkpoint keeps (epoch, batch in epoch), nothing else.
+the batches it began with: of a checkpoint, the loader needs only (epoch, batch in epoch).
 """
 
 from __future__ import annotations
