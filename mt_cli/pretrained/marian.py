@@ -56,8 +56,9 @@ def convert_marian(
     """
     spec = marian_spec(config)
     model = spec.model
-    if "final_logits_bias" in weights and not weights["final_logits_bias"].any():
-        model = dataclasses.replace(model, output_bias=False)  # mt's own export: no bias to carry
+    bias = weights.get("final_logits_bias")  # transformers reads a missing one as zeros
+    if bias is None or not bias.any():
+        model = dataclasses.replace(model, output_bias=False)  # e.g. mt's own export: no bias to carry
     src_order = tgt_order = None
     src_size, tgt_size = spec.src_vocab_size, spec.tgt_vocab_size
     if renumber:

@@ -68,7 +68,7 @@ _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish
 class MarianSpec:
     """What a Marian config says: mt's model options and Marian's vocabulary sizes and special ids.
 
-    ``model.output_bias`` is on: Marian always has ``final_logits_bias`` (``marian.convert``
+    ``model.output_bias`` is on: Marian always has ``final_logits_bias`` (``marian.convert_marian``
     turns it off when the weights hold an all-zero one, as mt's own export writes).
     """
 

@@ -41,18 +41,20 @@ class _Reader:
         self.weights = weights
         self.read: set[str] = set()
 
-    def __call__(self, name: str, *fallbacks: str) -> Tensor:
-        for key in (name, *fallbacks):
-            if key in self.weights:
-                self.read.add(key)
-                return self.weights[key].detach().float()
+    def __call__(self, name: str, *aliases: str) -> Tensor:
+        """The tensor under ``name``, else under the first of ``aliases`` (other names of one tied
+        tensor) that the file has; all of them count as read."""
+        present = [key for key in (name, *aliases) if key in self.weights]
+        if present:
+            self.read.update(present)
+            return self.weights[present[0]].detach().float()
         raise CheckpointError(f"the Marian weights have no {name}; is the file complete?")
 
     def unread(self) -> list[str]:
-        # Tied names saved twice count as read; position tables are tables, not weights.
-        return sorted(
-            k for k in self.weights if k not in self.read and not k.endswith("embed_positions.weight")
-        )
+        """Names no mt parameter took. Position tables are tables, not weights; a zero (or absent)
+        ``final_logits_bias`` is a model without an output bias."""
+        ignored = ("embed_positions.weight", "final_logits_bias")
+        return sorted(k for k in self.weights if k not in self.read and not k.endswith(ignored))
 
 
 def residual_inverse(d_model: int) -> Tensor:
@@ -104,8 +106,8 @@ def embedding_weights(
     tied = ("model.decoder.embed_tokens.weight", *shared) if m.tie_output else ()
     lm_head = _vocabulary(read("lm_head.weight", *tied), spec.tgt_vocab_size, "output")  # (V_tgt, D)
     out["output.weight"] = out["tgt_embed.weight"] if m.tie_output else _rows(lm_head, tgt_order)[:, inverse]
-    bias = read("final_logits_bias")  # (1, V_tgt), always saved (a buffer in transformers 5)
     if m.output_bias:
+        bias = read("final_logits_bias")  # (1, V_tgt)
         out["output.bias"] = _rows(_vocabulary(bias.reshape(-1, 1), spec.tgt_vocab_size, "bias"), tgt_order)[
             :, 0
         ]
