@@ -57,7 +57,6 @@ _FIXED: dict[str, tuple[Any, str]] = {
     "static_position_embeddings": (True, "learned position embeddings; mt's positions are sinusoidal"),
     "add_final_layer_norm": (False, "a LayerNorm after the last post-norm layer, which mt does not have"),
     "add_bias_logits": (False, "a second bias on the logits besides final_logits_bias"),
-    "scale_attention_by_num_heads": (False, "an attention scaling other than 1/sqrt(head width)"),
 }
 
 # Hugging Face's activation names -> mt's (``model.activation``); gelu is the exact (erf) one in both.
