@@ -264,7 +264,7 @@ def test_what_mt_can_represent_is_read() -> None:
     spec = marian_spec(config)
     assert (spec.src_vocab_size, spec.tgt_vocab_size) == (V, V + 9)
     assert not (spec.model.share_embeddings or spec.model.tie_output or spec.model.scale_embeddings)
-    assert spec.model.activation == "relu" and spec.model.decoder_start == "pad"
+    assert spec.model.activation == "relu" and spec.decoder_start_id == MARIAN_PAD
     bare = marian_spec(
         {"model_type": "marian", "d_model": 32, "encoder_attention_heads": 4, "decoder_attention_heads": 4}
     )
@@ -342,3 +342,12 @@ def test_mt_export_imports_back_bit_for_bit(share: bool) -> None:
     assert set(imported.state_dict) == set(original)
     for name, tensor in original.items():
         assert torch.equal(imported.state_dict[name], tensor), name
+
+
+def test_a_pad_decoder_start_is_refused_until_batches_and_search_read_it() -> None:
+    from mt_cli.config.rules import check_model
+
+    with pytest.raises(ConfigError, match="model.decoder_start=pad"):
+        check_model(ModelConfig(decoder_start="pad"))
+    spec = marian_spec(opus_mt_config())  # Marian starts from pad; renumbered, that vector is <s>
+    assert spec.model.decoder_start == "bos" and spec.decoder_start_id == spec.pad_id == MARIAN_PAD

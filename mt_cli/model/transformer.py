@@ -17,8 +17,9 @@ Output projection: no bias unless ``output_bias`` (then ``output.bias``, zero at
 as before). With ``tie_output`` the matrix *is* the target embedding matrix (the same
 Parameter); otherwise its own matrix with the same init.
 
-Decoding starts from ``decoder_start_id``: <s> by default, the pad id where a published model was
-trained that way (Marian).
+The first decoder input is ``decoder_start_id``: <s> by default, pad for ``decoder_start: pad``
+(Marian's choice). The model only names it; batches and search feed it (they feed <s> for now, and
+the rules refuse pad until they read this: an import puts Marian's start vector at <s> instead).
 
 Logits come out in the compute dtype (bf16 under autocast; ``cross_entropy`` upcasts), except
 ``step`` which returns fp32 since decoding accumulates log-probabilities.

@@ -66,7 +66,6 @@ def convert_marian(
         tgt_order = mt_order(spec.tgt_vocab_size, **ids)
         src_order = tgt_order if model.share_embeddings else mt_order(spec.src_vocab_size, **ids)
         src_size, tgt_size = len(src_order), len(tgt_order)
-        model = dataclasses.replace(model, decoder_start="bos")
     spec = dataclasses.replace(spec, model=model)
     state = mt_state_dict(weights, spec, src_order, tgt_order)
     return MarianImport(model, src_size, tgt_size, state, src_order, tgt_order)
