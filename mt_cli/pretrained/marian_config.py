@@ -15,7 +15,7 @@ Ids stay Marian's here (OPUS-MT: </s> 0, <unk> 1, pad = vocabulary size - 1, no 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,8 @@ _FIXED: dict[str, tuple[Any, str]] = {
     "add_final_layer_norm": (False, "a LayerNorm after the last post-norm layer, which mt does not have"),
     "add_bias_logits": (False, "a second bias on the logits besides final_logits_bias"),
 }
+
+Getter = Callable[[str], Any]  # a config key -> its value, or transformers' default
 
 # Hugging Face's activation names -> mt's (``model.activation``); gelu is the exact (erf) one in both.
 _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
@@ -109,7 +111,7 @@ def marian_spec(config: Mapping[str, Any]) -> MarianSpec:
     )
 
 
-def _reader(config: Mapping[str, Any]) -> Any:
+def _reader(config: Mapping[str, Any]) -> Getter:
     def get(key: str) -> Any:
         return config[key] if key in config else _MARIAN_DEFAULTS[key]
 
@@ -130,7 +132,7 @@ def check_fixed_keys(config: Mapping[str, Any]) -> None:
             raise ConfigError(f"cannot import {key}: {str(config[key]).lower()} ({meaning})")
 
 
-def check_no_layerdrop(get: Any) -> None:
+def check_no_layerdrop(get: Getter) -> None:
     # Inference would be right, but fine-tuning would train a different model than the config says.
     for key in ("encoder_layerdrop", "decoder_layerdrop"):
         if get(key):
@@ -139,7 +141,7 @@ def check_no_layerdrop(get: Any) -> None:
             )
 
 
-def sizes(get: Any) -> dict[str, int]:
+def sizes(get: Getter) -> dict[str, int]:
     """Widths and depths; mt has one head count and one FFN width for both stacks."""
     for encoder_key, decoder_key in (
         ("encoder_attention_heads", "decoder_attention_heads"),
@@ -159,12 +161,12 @@ def sizes(get: Any) -> dict[str, int]:
     }
 
 
-def rates(get: Any) -> dict[str, float]:
+def rates(get: Getter) -> dict[str, float]:
     """The dropout rates, for fine-tuning (inference ignores them)."""
     return {name: float(get(name)) for name in ("dropout", "attention_dropout", "activation_dropout")}
 
 
-def activation(get: Any) -> str:
+def activation(get: Getter) -> str:
     name = get("activation_function")
     if name not in _ACTIVATIONS:
         raise ConfigError(
@@ -173,14 +175,14 @@ def activation(get: Any) -> str:
     return _ACTIVATIONS[name]
 
 
-def vocabulary_sizes(get: Any) -> tuple[int, int]:
+def vocabulary_sizes(get: Getter) -> tuple[int, int]:
     """(encoder, decoder) vocabulary sizes; a shared embedding uses vocab_size for both (as transformers)."""
     src = int(get("vocab_size"))
     tgt = src if get("share_encoder_decoder_embeddings") else int(get("decoder_vocab_size") or src)
     return src, tgt
 
 
-def embeddings(get: Any, src_vocab: int, tgt_vocab: int) -> dict[str, bool]:
+def embeddings(get: Getter, src_vocab: int, tgt_vocab: int) -> dict[str, bool]:
     """One table for both sides (OPUS-MT's shared vocabulary) or two; the output tied to the
     target table or not; scaled by sqrt(d_model) or not. mt represents every combination."""
     shared = bool(get("share_encoder_decoder_embeddings"))
