@@ -7,6 +7,7 @@ import-linter, the contracts in pyproject.toml):
     api                      the Python API the commands call: load, Model and the result types
     tools                    mt bench, the textbook baseline, plots: beside the core, never imported by it
     train                    the run directory around the loop, the AMP loop, validation, schedule
+    pretrained               published checkpoints (Hugging Face Marian) as mt's own model
     decode                   search, the translator (lines in, lines out), sacreBLEU scoring
     trained                  a trained model as every consumer loads it: card, tokenizers, weights
     model | data             the network and its loss | corpus -> encoded pairs -> batches

@@ -1,10 +1,13 @@
-"""data/epochs.py: an epoch's batches per rank, fixed or re-segmented by BPE-dropout pool by pool,
-loaded in worker processes, resumed mid-epoch and carried on across epochs."""
+"""data/epochs.py and data/loader.py: an epoch's batches per rank, fixed or re-segmented by
+BPE-dropout pool by pool, loaded in worker processes, resumed mid-epoch and carried on across
+epochs; the same batches for the same seed, whatever corpus draws the pairs."""
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 
+import numpy as np
 import pytest
 import torch
 from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
@@ -13,7 +16,9 @@ from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import Config
 from mt_cli.data import epochs
 from mt_cli.data.batch import Batch
-from mt_cli.data.epochs import DropoutBatches, EpochLoader, FixedBatches, epoch_plan
+from mt_cli.data.epochs import DropoutBatches, FixedBatches, epoch_plan
+from mt_cli.data.loader import EpochLoader
+from mt_cli.data.mixing import MixedCorpus
 from mt_cli.data.prepare import prepare_corpus
 from mt_cli.data.prepared import PreparedCorpus
 from mt_cli.errors import DataError
@@ -59,6 +64,9 @@ def test_fixed_batches_resume_mid_epoch_and_run_on_into_the_next(
     assert tensors(list(EpochLoader(plan, workers, seed=1).batches(1, start=3))) == tensors(second[3:])
     expected = [plan.corpus.collate(indices.tolist()) for indices in plan.units(0)]
     assert tensors(first) == tensors(expected)
+    # one prepared corpus draws every pair once, whatever the seed and epoch
+    assert plan.corpus.epoch_draws(3, 4).tolist() == list(range(len(plan.corpus)))
+    assert plan.corpus.fixed_draws()
 
 
 def test_dropout_segments_each_epoch_anew_and_keeps_the_text(tiny_corpus: TinyCorpus, monkeypatch) -> None:
@@ -189,3 +197,61 @@ def test_the_default_recipe_batches_as_it_always_did(tmp_path) -> None:
         for tensor in (batch.src, batch.tgt_in, batch.tgt_out, batch.src_mask, batch.tgt_mask):
             digest.update(tensor.numpy().tobytes())
     assert digest.hexdigest() == DEFAULT_BATCHES_SHA256
+
+
+class Widths:
+    """A corpus of widths only (a fixed pattern, no tokenizer), drawing every pair once an epoch."""
+
+    def __init__(self, size: int, step: int) -> None:
+        k = np.arange(size, dtype=np.int64)
+        self._widths = ((k * step) % 29 + 2).astype(np.int32), ((k * (step + 3)) % 31 + 3).astype(np.int32)
+
+    def __len__(self) -> int:
+        return len(self._widths[0])
+
+    def widths(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._widths
+
+    def epoch_draws(self, seed: int, epoch: int) -> np.ndarray:
+        return np.arange(len(self), dtype=np.int64)
+
+    def fixed_draws(self) -> bool:
+        return True
+
+
+# Epochs 0-2 of units for seed 7 at max_tokens 300, hashed with the code from before the plans
+# asked every corpus for its draws (0224b4e: ``FixedBatches`` for one corpus, ``MixedBatches`` for
+# several, ``DropoutBatches`` with an isinstance): one plan for all must batch exactly as those did.
+PINNED_UNITS = {
+    ("one", "fixed", 0, 1): (77, "6bed2ed4926f39cbab04c5c09cc85b387fde38eeeeb530ca51f9babf9622a188"),
+    ("one", "fixed", 1, 2): (39, "ca848f770f7eab8381f6585ba15b4451fde240b5b62200a04856a89b867db1ff"),
+    ("one", "pools", 0, 1): (None, "95d53044a4600e885a5480a3667df9cc3203405b2cfbcba0bb75024a4ca27826"),
+    ("mixed", "fixed", 0, 1): (None, "a1cd2d528f27450299de2e62e1caa7f2bcc34dda1eed470722e611410818c355"),
+    ("mixed", "fixed", 1, 2): (None, "50a4354d3f0d86a6a590683e0e88f1b155a1765c7aefe886c61105847f6b85e1"),
+    ("mixed", "pools", 0, 1): (None, "63666a8d1fde63b61b4a9c4afbacba4905ac9174361c3446d6ed375a6f2a6b65"),
+}
+FIRST_BATCH = {
+    "one": [172, 259, 346, 433, 27, 114],
+    "mixed": [101, 43, 367, 396, 425, 246, 188, 130],  # weight 0.5: global indices 300 on are drawn
+}
+
+
+@pytest.mark.parametrize("case", PINNED_UNITS)
+def test_the_units_of_each_corpus_are_pinned_for_a_fixed_seed(case: tuple, monkeypatch) -> None:
+    name, kind, rank, world_size = case
+    monkeypatch.setattr(epochs, "POOL_TOKENS", 3000)  # several pools
+    corpus = Widths(500, 7) if name == "one" else MixedCorpus([Widths(300, 5), Widths(200, 11)], [1, 0.5])
+    if kind == "fixed":
+        plan = FixedBatches(corpus, 300, 7, rank, world_size)
+    else:
+        plan = DropoutBatches(corpus, (None, None), (0.1, 0.0), 40, 300, 7, rank, world_size)
+    digest = hashlib.sha256()
+    for epoch in (0, 1, 2):
+        for unit in plan.units(epoch):
+            if kind == "pools":
+                digest.update(str(unit.seed).encode())
+                unit = unit.pairs
+            digest.update(unit.astype(np.int64).tobytes())
+    assert (plan.length(), digest.hexdigest()) == PINNED_UNITS[case]
+    if kind == "fixed" and rank == 0:
+        assert plan.units(0)[0].tolist() == FIRST_BATCH[name]

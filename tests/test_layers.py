@@ -148,7 +148,7 @@ def test_self_attention_step_matches_full() -> None:
 
 def test_feed_forward_rejects_unknown_activation() -> None:
     with pytest.raises(ValueError, match="activation"):
-        FeedForward(D, FF, "swish", 0.0)
+        FeedForward(D, FF, "tanh", 0.0)
     assert FeedForward(D, FF, "gelu", 0.0)(torch.randn(2, 3, D)).shape == (2, 3, D)
 
 

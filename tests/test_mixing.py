@@ -17,8 +17,9 @@ from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import Config
-from mt_cli.data.epochs import DropoutBatches, EpochLoader, epoch_plan
-from mt_cli.data.mixing import MixedBatches, MixedCorpus
+from mt_cli.data.epochs import DropoutBatches, FixedBatches, epoch_plan
+from mt_cli.data.loader import EpochLoader
+from mt_cli.data.mixing import MixedCorpus
 from mt_cli.data.prepare import load_more_directions, prepare_corpora, training_corpus, training_data
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -53,7 +54,7 @@ def tensors(batches) -> list[tuple[list, list]]:
 
 def test_weights_1_and_3_draw_the_corpora_1_to_3(tiny_corpus: TinyCorpus) -> None:
     plan = plan_for(tiny_corpus, two_corpora((1, 3)))
-    assert isinstance(plan, MixedBatches)
+    assert isinstance(plan, FixedBatches)  # the plan of one corpus, over the draws
     corpus = plan.corpus
     sizes = [len(part) for part in corpus.parts]
     assert sizes[0] > sizes[1] > 150  # two corpora of their own (the filters keep most pairs)
@@ -63,7 +64,7 @@ def test_weights_1_and_3_draw_the_corpora_1_to_3(tiny_corpus: TinyCorpus) -> Non
         assert (per_pair[: sizes[0]] == 1).all() and (per_pair[sizes[0] :] == 3).all()
         per_corpus = np.bincount(corpus.corpus_of(drawn), minlength=2)
         assert per_corpus.tolist() == [sizes[0], 3 * sizes[1]]  # per pair, 1:3
-    assert plan.length() == len(plan.units(0)) == len(plan.units(1))
+    assert corpus.fixed_draws() and plan.length() == len(plan.units(0)) == len(plan.units(1))
     # The batches mix the corpora: no batch of corpus 1 only, as there would be without a shuffle.
     kinds = [set(corpus.corpus_of(unit).tolist()) for unit in plan.units(0)]
     assert sum(kind == {0, 1} for kind in kinds) > len(kinds) // 2
@@ -74,18 +75,18 @@ def test_a_fractional_weight_draws_that_share_seeded_and_other_pairs_each_epoch(
 ) -> None:
     corpus = mixed(tiny_corpus, two_corpora((1, 0.5)))
     start, size = int(corpus.starts[1]), len(corpus.parts[1])
-    second = [d[d >= start] for d in (corpus.draws(1, 0), corpus.draws(1, 1))]
+    second = [d[d >= start] for d in (corpus.epoch_draws(1, 0), corpus.epoch_draws(1, 1))]
     assert [len(d) for d in second] == [round(size / 2)] * 2
     assert all(len(np.unique(d)) == len(d) for d in second)  # a share of the pairs, each once
     assert not np.array_equal(second[0], second[1])  # another half each epoch
-    assert np.array_equal(corpus.draws(1, 0), corpus.draws(1, 0))  # (seed, epoch) decide
-    assert not np.array_equal(corpus.draws(2, 0), corpus.draws(1, 0))
-    whole = corpus.draws(1, 0)[corpus.draws(1, 0) < start]
+    assert np.array_equal(corpus.epoch_draws(1, 0), corpus.epoch_draws(1, 0))  # (seed, epoch) decide
+    assert not np.array_equal(corpus.epoch_draws(2, 0), corpus.epoch_draws(1, 0))
+    whole = corpus.epoch_draws(1, 0)[corpus.epoch_draws(1, 0) < start]
     assert np.array_equal(whole, np.arange(start))  # weight 1: every pair of corpus 0, once
-    two_and_a_half = MixedCorpus(corpus.parts, [1.0, 2.5]).draws(1, 0)
+    two_and_a_half = MixedCorpus(corpus.parts, [1.0, 2.5]).epoch_draws(1, 0)
     assert np.bincount(two_and_a_half[two_and_a_half >= start] - start).tolist().count(3) == round(size / 2)
     plan = epoch_plan(two_corpora((1, 0.5)), corpus, (tiny_corpus.src_tok, tiny_corpus.tgt_tok), 0, 1)
-    assert plan.length() is None  # each epoch packs other pairs
+    assert not corpus.fixed_draws() and plan.length() is None  # each epoch packs other pairs
 
 
 @pytest.mark.parametrize("workers", [0, 1])
@@ -108,7 +109,7 @@ def test_two_corpora_under_bpe_dropout_pool_the_draws_and_resume(tiny_corpus: Ti
     assert isinstance(plan, DropoutBatches)
     corpus = plan.corpus
     pairs = np.concatenate([pool.pairs for pool in plan.units(0)])
-    assert np.array_equal(np.sort(pairs), np.sort(corpus.draws(1, 0)))  # the draws, in pools
+    assert np.array_equal(np.sort(pairs), np.sort(corpus.epoch_draws(1, 0)))  # the draws, in pools
     batches = list(EpochLoader(plan, 0, seed=1).batches(0))
     assert sum(b.n_sentences for b in batches) == len(corpus.parts[0]) + 3 * len(corpus.parts[1])
     assert tensors(list(EpochLoader(plan, 0, seed=1).batches(0, start=4))) == tensors(batches[4:])

@@ -324,3 +324,75 @@ def test_token_dropout_changes_training_logits_only() -> None:
     torch.manual_seed(0)
     assert not torch.allclose(logits_of(model, src, tgt), logits_of(plain.train(), src, tgt))
     assert model.src_token_dropout.unk_id == 1 and model.tgt_token_dropout.first_word_id == 4
+
+
+# The options published checkpoints need (Hugging Face Marian: ``mt_cli.pretrained``).
+MARIAN_OPTIONS = {
+    "activation": "swish",
+    "output_bias": True,
+    "scale_embeddings": False,
+    "share_embeddings": True,
+    "decoder_start": "pad",
+}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{name: value} for name, value in MARIAN_OPTIONS.items()] + [MARIAN_OPTIONS],
+    ids=[*MARIAN_OPTIONS, "all"],
+)
+def test_cached_steps_equal_full_decode_with_published_model_options(options: dict[str, object]) -> None:
+    model = tiny(src_vocab=40, tgt_vocab=40, **options)
+    if model.output.bias is not None:
+        with torch.no_grad():
+            model.output.bias.normal_()  # zero at init: give the steps something to get wrong
+    src, tgt = random_batch(3, 6, 7, src_lengths=[6, 4, 2])
+    src = src % 40
+    tgt[:, 0] = model.decoder_start_id
+    # Causal only: a pad start symbol is a real position, so the target key mask must come from
+    # the lengths (as data.batch builds it), never from ``tgt != PAD``.
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
+    full = model(src, tgt, src_mask(src), causal)
+    with torch.no_grad():
+        memory = model.encode(src, src_mask(src))
+        stepped, _ = step_all(model, model.start_cache(memory, src_mask(src)), tgt)
+    torch.testing.assert_close(stepped, full, atol=1e-5, rtol=1e-5)
+
+
+def test_published_model_options_change_what_they_say() -> None:
+    src, tgt = random_batch(2, 5, 4)
+    assert tiny().decoder_start_id == BOS and tiny(decoder_start="pad").decoder_start_id == PAD
+    assert tiny(scale_embeddings=False).embed_scale == 1.0 and tiny().embed_scale == math.sqrt(32)
+    biased = tiny(output_bias=True)
+    assert (
+        biased.output.bias is not None and not biased.output.bias.any() and biased.output.bias.requires_grad
+    )
+    with torch.no_grad():
+        biased.output.bias[5] = 100.0
+    assert (logits_of(biased, src, tgt).argmax(-1) == 5).all()
+    x = torch.randn(4)
+    swish = tiny(activation="swish").encoder[0].ffn.activation
+    torch.testing.assert_close(swish(x), x * torch.sigmoid(x))
+
+
+def test_default_models_keep_their_state_dict() -> None:
+    """Every checkpoint mt saved before the published-model options must still load: the default
+    model's parameters are these (one layer per stack), and only ``output_bias`` adds one."""
+    cfg = dataclasses.replace(TINY, encoder_layers=1, decoder_layers=1)
+    attention = ["out.weight", "out.bias"]
+    norms = [f"norm{i}.{p}" for i in (1, 2, 3) for p in ("weight", "bias")]
+    ffn = [f"ffn.linear{i}.{p}" for i in (1, 2) for p in ("weight", "bias")]
+    expected = (
+        ["tgt_embed.weight", "src_embed.weight"]
+        + [f"encoder.0.self_attn.{n}" for n in [*attention, "qkv.weight", "qkv.bias"]]
+        + [f"encoder.0.{n}" for n in ffn + norms[:4]]
+        + [f"decoder.0.self_attn.{n}" for n in [*attention, "qkv.weight", "qkv.bias"]]
+        + [f"decoder.0.cross_attn.{n}" for n in [*attention, "q.weight", "q.bias", "kv.weight", "kv.bias"]]
+        + [f"decoder.0.{n}" for n in ffn + norms]
+        + ["output.weight"]
+    )
+    assert list(build_model(cfg, 50, 40).state_dict()) == expected
+    options = {k: v for k, v in MARIAN_OPTIONS.items() if k not in ("output_bias", "share_embeddings")}
+    assert list(build_model(dataclasses.replace(cfg, **options), 50, 40).state_dict()) == expected
+    biased = build_model(dataclasses.replace(cfg, output_bias=True), 50, 40).state_dict()
+    assert list(biased) == [*expected, "output.bias"]

@@ -141,11 +141,16 @@ class ModelConfig:
     activation_dropout: float = 0.0
     src_token_dropout: float = 0.0  # training source pieces replaced by <unk> with this probability
     tgt_token_dropout: float = 0.0  # the same on the decoder's teacher-forced input pieces
-    activation: Literal["relu", "gelu"] = "relu"
+    activation: Literal["relu", "gelu", "swish"] = "relu"
     norm_first: bool = False
     tie_output: bool = True
     share_embeddings: bool = False
     max_positions: int = 256
+    # What published checkpoints need (Hugging Face Marian / OPUS-MT, see pretrained/);
+    # the defaults are the model mt has always built, so older cards load unchanged.
+    scale_embeddings: bool = True  # embeddings times sqrt(d_model) before the positions are added
+    output_bias: bool = False  # a trainable bias on the logits (Marian's final_logits_bias)
+    decoder_start: Literal["bos", "pad"] = "bos"  # the token fed first to the decoder (Marian: pad)
 
 
 @dataclass(frozen=True)

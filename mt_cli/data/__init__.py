@@ -1,6 +1,16 @@
-"""The data stage: sources of text pairs (``corpus``, ``formats``), which pairs are kept
-(``filters``), the prepared corpus on disk (``prepare``, ``prepared``), several corpora drawn by
-weight (``mixing``), each epoch's batches (``epochs``), token-budget batching (``sampler``),
-pairs in memory for validation (``dataset``) and padded batches with masks (``batch``). Imports
-``text``, ``config``, ``layout``, ``files`` and below; never ``runtime.distributed`` (whoever
-runs ranks calls data) and never ``model``."""
+"""The data stage, one module per step:
+
+- ``corpus``, ``formats``: where text pairs come from (Multi30k, plain files, TSV/JSONL/Parquet, the hub)
+- ``synthetic``: the kept pairs of a back-translation corpus, read back like any other
+- ``filters``: which pairs are kept, and the count of what each rule dropped
+- ``prepare``, ``prepared``: from a config to the prepared corpus on disk, and reading it
+- ``mixing``: several prepared corpora seen as one, each drawn by its weight
+- ``epochs``: the plans of an epoch's batches over whatever pairs a corpus draws (fixed pieces, or
+  BPE-dropout's pools)
+- ``loader``: the resumable loader that runs a plan in worker processes, from a checkpoint's position
+- ``sampler``: token-budget batching (training, validation and translation share it)
+- ``dataset``: pairs in memory for validation, and the length rule
+- ``batch``: padded batches with their masks
+
+Imports ``text``, ``config``, ``disk`` and below; never ``runtime.distributed`` (whoever runs
+ranks calls data) and never ``model``."""

@@ -1,19 +1,16 @@
-"""One epoch of training batches for this rank, built ahead of the training step.
+"""The plans of an epoch's training batches for this rank: what ``loader.EpochLoader`` loads.
 
-An epoch is a list of *units* of work, fixed by (train.seed, epoch) before it starts; a plan's
-``load(unit)`` turns one unit into this rank's padded batches. ``EpochLoader`` runs ``load`` in
-``data.workers`` DataLoader processes (0: in the training process), in order, so the batches do
-not depend on the number of workers, and a resumed epoch gets exactly the batches it began with.
+Every training corpus says which pairs an epoch draws (``TrainingPairs.epoch_draws``): a prepared
+corpus every pair once, ``mixing.MixedCorpus`` each corpus by its weight (a fractional weight draws
+another share each epoch). The plans ask that one question of any corpus, then batch the draws:
 
-- ``FixedBatches``: one segmentation, the prepared pieces, for every epoch. A unit is one batch
-  of the ``TokenBatchSampler`` (length-sorted over the whole corpus).
+- ``FixedBatches``: one segmentation, the prepared pieces. A unit is one batch of the
+  ``TokenBatchSampler`` over the epoch's draws (length-sorted over all of them).
 - ``DropoutBatches``: BPE-dropout (Provilkov et al. 2020). A unit is a *pool*: a random slice of
-  the corpus of about ``POOL_TOKENS`` tokens, segmented anew from the prepared text, then
-  sorted by its new widths and packed to the token budget (OpenNMT-py's pooled bucketing). So no
-  epoch starts with a whole-corpus re-encode, and batches are bucketed by the widths they have,
-  not the fixed ones (which, under dropout 0.1, doubled the padding).
-- ``mixing.MixedBatches``: several corpora (``data.corpora``), drawn by weight each epoch, then
-  batched as ``FixedBatches`` batches one; under BPE-dropout, ``DropoutBatches`` pools the draws.
+  the draws of about ``POOL_TOKENS`` tokens, segmented anew from the prepared text, then sorted
+  by its new widths and packed to the token budget (OpenNMT-py's pooled bucketing). So no epoch
+  starts with a whole-corpus re-encode, and batches are bucketed by the widths they have, not the
+  fixed ones (which, under dropout 0.1, doubled the padding).
 
 Token dropout (``model.*_token_dropout``) stays in the model: one masked fill on the device, and
 its random stream is the one the checkpoints save.
@@ -21,10 +18,9 @@ its random stream is the one the checkpoints save.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -32,10 +28,9 @@ import torch
 from mt_cli.config.sections import Config
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.dataset import within_max_len
-from mt_cli.data.mixing import MixedBatches, MixedCorpus
-from mt_cli.data.prepared import SIDES, Flat, PreparedCorpus
+from mt_cli.data.loader import EpochPlan
+from mt_cli.data.prepared import SIDES, Flat
 from mt_cli.data.sampler import TokenBatchSampler, epoch_seed, equal_shares, length_sorted_batches
-from mt_cli.errors import MtError
 from mt_cli.text.tokenizer import Tokenizer
 
 # Tokens (fixed pieces) segmented and bucketed together under BPE-dropout. More pairs per pool pack
@@ -46,36 +41,50 @@ POOL_TOKENS = 2**22
 SEGMENT_PAIRS = 16_384
 
 
-class EpochPlan(Protocol):
-    def units(self, epoch: int) -> list[Any]:
-        """The epoch's units of work, in training order (picklable: they go to the workers)."""
+class TrainingPairs(Protocol):
+    """What the plans batch: ``prepared.PreparedCorpus`` (one corpus) and ``mixing.MixedCorpus``
+    (several, by weight), told apart by nothing but their answers."""
+
+    def widths(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per pair, the widths ``collate`` gives (source, decoder input)."""
         ...
 
-    def load(self, unit: Any) -> Iterable[Batch]:
-        """This rank's batches of one unit (runs in a worker process; iterated in the training one)."""
+    def pieces(self, side: str, index: int) -> list[int]: ...
+
+    def text(self, side: str, index: int) -> str: ...
+
+    def collate(self, indices: Sequence[int]) -> Batch: ...
+
+    def epoch_draws(self, seed: int, epoch: int) -> np.ndarray:
+        """The pairs ``epoch`` trains on (int64 indices, a pair as often as it is drawn); they
+        depend on (seed, epoch) only, so a resumed epoch draws what it began with."""
         ...
 
-    def resume(self, units: list[Any], start: int) -> tuple[list[Any], int]:
-        """To go on from batch ``start``: the units still to load, and how many of their first
-        batches to drop."""
-        ...
-
-    def length(self) -> int | None:
-        """Batches per epoch for this rank, where known before the epoch is built."""
+    def fixed_draws(self) -> bool:
+        """Whether every epoch draws the same pairs: then its count of fixed batches is known."""
         ...
 
 
 class FixedBatches:
-    """The prepared pieces every epoch: a unit is one of the sampler's batches."""
+    """The prepared pieces: each epoch's draws, bucketed and batched by the ``TokenBatchSampler``;
+    a unit is one batch (of indices into the corpus)."""
 
-    def __init__(self, corpus: PreparedCorpus, max_tokens: int, seed: int, rank: int, world_size: int):
-        self.corpus = corpus
-        widths = corpus.widths()
-        self.sampler = TokenBatchSampler(*widths, max_tokens, True, seed, rank, world_size)
+    def __init__(self, corpus: TrainingPairs, max_tokens: int, seed: int, rank: int, world_size: int):
+        self.corpus, self.max_tokens, self.seed = corpus, max_tokens, seed
+        self.rank, self.world_size = rank, world_size
+        self._built: tuple[int, list[np.ndarray]] | None = None  # the last epoch built, for length()
 
     def units(self, epoch: int) -> list[np.ndarray]:
-        self.sampler.set_epoch(epoch)
-        return self.sampler.rank_batches()
+        if self._built is None or self._built[0] != epoch:
+            draws = self.corpus.epoch_draws(self.seed, epoch)
+            src, tgt = self.corpus.widths()
+            sampler = TokenBatchSampler(
+                src[draws], tgt[draws], self.max_tokens, True, self.seed, self.rank, self.world_size
+            )
+            sampler.set_epoch(epoch)
+            # The sampler batches positions in the draws; a unit names the pairs themselves.
+            self._built = epoch, [draws[batch] for batch in sampler.rank_batches()]
+        return self._built[1]
 
     def load(self, unit: np.ndarray) -> list[Batch]:
         return [self.corpus.collate(unit.tolist())]
@@ -83,8 +92,13 @@ class FixedBatches:
     def resume(self, units: list[np.ndarray], start: int) -> tuple[list[np.ndarray], int]:
         return units[start:], 0  # one batch per unit
 
-    def length(self) -> int:
-        return len(self.sampler)
+    def length(self) -> int | None:
+        """Batches per epoch: fixed when every epoch draws the same pairs (their widths pack into
+        as many batches whatever the shuffle); when a fractional weight draws other pairs each
+        epoch, its count can differ."""
+        if not self.corpus.fixed_draws():
+            return None
+        return len(self.units(self._built[0] if self._built else 0))
 
 
 @dataclass(frozen=True)
@@ -111,18 +125,18 @@ class Pool:
 
 
 class DropoutBatches:
-    """Each epoch segments every pair anew, one pool at a time; see the module docstring.
+    """Each epoch segments every pair it draws anew, one pool at a time; see the module docstring.
 
     Seeded by (seed, epoch, pool), so a resumed epoch sees the pieces it started with. A pair
     that would grow past ``max_len`` pieces on either side keeps its fixed pieces on both, so
     the set of trained pairs never changes. Every rank segments every pool and takes every W-th
-    of its batches (halved to a multiple of W as the sampler does), so each pair is trained on
+    of its batches (halved to a multiple of W as the sampler does), so each draw is trained on
     once per epoch across ranks.
     """
 
     def __init__(
         self,
-        corpus: PreparedCorpus | MixedCorpus,
+        corpus: TrainingPairs,
         tokenizers: tuple[Tokenizer, Tokenizer],
         dropout: tuple[float, float],
         max_len: int,
@@ -139,11 +153,8 @@ class DropoutBatches:
         seed = epoch_seed(self.seed, epoch)
         generator = torch.Generator()
         generator.manual_seed(seed)
-        if isinstance(self.corpus, MixedCorpus):  # the epoch's draws, in a random order
-            drawn = self.corpus.draws(self.seed, epoch)
-            order = drawn[torch.randperm(len(drawn), generator=generator).numpy()]
-        else:
-            order = torch.randperm(len(self.corpus), generator=generator).numpy()
+        drawn = self.corpus.epoch_draws(self.seed, epoch)
+        order = drawn[torch.randperm(len(drawn), generator=generator).numpy()]  # in a random order
         src, tgt = self.corpus.widths()
         spent = np.cumsum(src[order] + tgt[order], dtype=np.int64)  # fixed-piece tokens so far
         ends = np.arange(POOL_TOKENS, int(spent[-1]) - POOL_TOKENS // 2, POOL_TOKENS)
@@ -194,97 +205,17 @@ class DropoutBatches:
 
 def epoch_plan(
     cfg: Config,
-    corpus: PreparedCorpus | MixedCorpus,
+    corpus: TrainingPairs,
     tokenizers: tuple[Tokenizer, Tokenizer],
     rank: int,
     world_size: int,
 ) -> EpochPlan:
-    """BPE-dropout's pools when either side has dropout, else the fixed batches (of one corpus, or
-    of the weighted draws from several)."""
+    """BPE-dropout's pools when either side has dropout, else the fixed batches; of whatever
+    pairs the corpus draws (one corpus, or several by weight)."""
     tok, tc = cfg.tokenizer, cfg.train
     if tok.src_bpe_dropout or tok.tgt_bpe_dropout:
         dropout = (tok.src_bpe_dropout, tok.tgt_bpe_dropout)
         return DropoutBatches(
             corpus, tokenizers, dropout, cfg.data.max_len, tc.max_tokens, tc.seed, rank, world_size
         )
-    if isinstance(corpus, MixedCorpus):
-        return MixedBatches(corpus, tc.max_tokens, tc.seed, rank, world_size)
     return FixedBatches(corpus, tc.max_tokens, tc.seed, rank, world_size)
-
-
-class _Units(torch.utils.data.Dataset):
-    """What a worker holds: the plan. The DataLoader's "index" is (epoch, unit) itself."""
-
-    def __init__(self, plan: EpochPlan) -> None:
-        self.plan = plan
-
-    def __getitem__(self, key: tuple[int, Any]) -> tuple[int, Iterable[Batch] | MtError]:
-        epoch, unit = key
-        try:
-            return epoch, self.plan.load(unit)
-        except MtError as err:  # raised again as itself in the training process: one line, its exit code
-            return epoch, err
-
-
-class _Schedule(torch.utils.data.Sampler):
-    """(epoch, unit) from a position on, epoch after epoch without end: the workers run on into
-    the next epoch while the last batches of this one train, so no epoch starts by waiting."""
-
-    def __init__(self, plan: EpochPlan, epoch: int, units: list[Any]) -> None:
-        self.plan, self.epoch, self.units = plan, epoch, units  # units: what is left of ``epoch``
-
-    def __iter__(self) -> Iterator[tuple[int, Any]]:
-        units = self.units
-        for epoch in itertools.count(self.epoch):
-            yield from ((epoch, unit) for unit in units)
-            units = self.plan.units(epoch + 1)
-
-
-def _as_loaded(loaded: tuple[int, Any]) -> tuple[int, Any]:
-    return loaded
-
-
-class EpochLoader:
-    """This rank's batches, epoch by epoch, loaded by ``workers`` processes ahead of the training
-    step (they open the prepared corpus anew: ``PreparedCorpus.__reduce__``)."""
-
-    def __init__(self, plan: EpochPlan, workers: int, seed: int) -> None:
-        self.plan, self.workers, self.seed = plan, workers, seed
-        self._stream: Iterator[tuple[int, Batch]] | None = None
-        self._held: tuple[int, Batch] | None = None  # the first batch of the next epoch, once read
-        self._position: tuple[int, int] | None = None  # where the stream stands: (epoch, batch)
-
-    def batches(self, epoch: int, start: int = 0) -> Iterator[Batch]:
-        """The batches of ``epoch`` from batch ``start`` on (the ones before it were trained on)."""
-        if self._stream is None or self._position != (epoch, start):
-            self._stream, self._held = self._open(epoch, start), None
-        while True:
-            item = self._held if self._held is not None else next(self._stream)
-            self._held = None
-            if item[0] != epoch:
-                self._held, self._position = item, (item[0], 0)
-                return
-            start += 1
-            self._position = (epoch, start)
-            yield item[1]
-
-    def _open(self, epoch: int, start: int) -> Iterator[tuple[int, Batch]]:
-        units, skip = self.plan.resume(self.plan.units(epoch), start)
-        generator = torch.Generator()  # the loader draws its worker seeds here, not from training's RNG
-        generator.manual_seed(self.seed)
-        loader = torch.utils.data.DataLoader(
-            _Units(self.plan),
-            batch_size=None,
-            sampler=_Schedule(self.plan, epoch, units),
-            num_workers=self.workers,
-            collate_fn=_as_loaded,
-            generator=generator,
-        )
-        for unit_epoch, loaded in loader:
-            if isinstance(loaded, MtError):
-                raise loaded
-            for batch in loaded:
-                if skip:
-                    skip -= 1
-                    continue
-                yield unit_epoch, batch

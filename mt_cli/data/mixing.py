@@ -2,11 +2,12 @@
 OpenNMT-py's corpus weights).
 
 ``MixedCorpus`` shows the corpora as one: pair ``i`` of corpus ``k`` is global index
-``starts[k] + i``, and it offers what ``PreparedCorpus`` offers (widths, pieces, text, collate),
-so the epoch plans batch it the same way. Each epoch draws every pair of a corpus of weight ``w``
-``floor(w)`` times, and a seeded share ``w - floor(w)`` of its pairs once more: weight 3 trains
-on each pair three times per epoch, weight 0.5 on half the pairs, another half each epoch. The
-draws depend on (train.seed, epoch) only, so a resumed epoch has the batches it began with.
+``starts[k] + i``, and it answers what ``PreparedCorpus`` answers (``epochs.TrainingPairs``:
+widths, pieces, text, collate, the epoch's draws), so the epoch plans batch it the same way.
+Each epoch draws every pair of a corpus of weight ``w`` ``floor(w)`` times, and a seeded share
+``w - floor(w)`` of its pairs once more: weight 3 trains on each pair three times per epoch,
+weight 0.5 on half the pairs, another half each epoch. The draws depend on (train.seed, epoch)
+only, so a resumed epoch has the batches it began with.
 Everything per pair is a numpy array: a draw is 8 bytes, never a Python object.
 """
 
@@ -19,7 +20,7 @@ import torch
 
 from mt_cli.data.batch import Batch, collate, source_ids, target_ids
 from mt_cli.data.prepared import PreparedCorpus, offsets_of
-from mt_cli.data.sampler import TokenBatchSampler, epoch_seed
+from mt_cli.data.sampler import epoch_seed
 
 # Added to the epoch's seed for the fractional draws, so they do not share a random stream with
 # the batch shuffle (``epoch_seed(seed, epoch)``) or BPE-dropout's pools (``epoch_seed(that, k)``).
@@ -76,7 +77,7 @@ class MixedCorpus:
         """Whether every epoch draws the same pairs (whole weights): then its batch count is fixed."""
         return all(float(weight).is_integer() for weight in self.weights)
 
-    def draws(self, seed: int, epoch: int) -> np.ndarray:
+    def epoch_draws(self, seed: int, epoch: int) -> np.ndarray:
         """The epoch's pairs as global indices (int64, grouped by corpus; the plans shuffle them)."""
         generator = torch.Generator()
         generator.manual_seed((epoch_seed(seed, epoch) + _DRAW_SALT) % 2**63)
@@ -89,35 +90,3 @@ class MixedCorpus:
                 chosen = torch.randperm(size, generator=generator).numpy()[:extra]
                 drawn.append(start + np.sort(chosen))
         return np.concatenate(drawn)
-
-
-class MixedBatches:
-    """The fixed pieces of several corpora: each epoch's draws, bucketed and batched by the
-    ``TokenBatchSampler`` as ``epochs.FixedBatches`` batches one corpus; a unit is one batch."""
-
-    def __init__(self, corpus: MixedCorpus, max_tokens: int, seed: int, rank: int, world_size: int):
-        self.corpus, self.max_tokens, self.seed = corpus, max_tokens, seed
-        self.rank, self.world_size = rank, world_size
-        self._built: tuple[int, list[np.ndarray]] | None = None  # the last epoch built, for length()
-
-    def units(self, epoch: int) -> list[np.ndarray]:
-        if self._built is None or self._built[0] != epoch:
-            draws = self.corpus.draws(self.seed, epoch)
-            src, tgt = self.corpus.widths()
-            sampler = TokenBatchSampler(
-                src[draws], tgt[draws], self.max_tokens, True, self.seed, self.rank, self.world_size
-            )
-            sampler.set_epoch(epoch)
-            self._built = epoch, [draws[batch] for batch in sampler.rank_batches()]
-        return self._built[1]
-
-    def load(self, unit: np.ndarray) -> list[Batch]:
-        return [self.corpus.collate(unit.tolist())]
-
-    def resume(self, units: list[np.ndarray], start: int) -> tuple[list[np.ndarray], int]:
-        return units[start:], 0  # one batch per unit
-
-    def length(self) -> int | None:
-        """Batches per epoch: fixed with whole weights (the same pairs, so the same packing);
-        with a fractional weight each epoch packs other pairs, and its count can differ."""
-        return len(self.units(self._built[0] if self._built else 0)) if self.corpus.fixed_draws() else None

@@ -194,7 +194,7 @@ def write_prepared(
 
 class PreparedCorpus:
     """A prepared corpus, opened read-only: the training pairs that ``epochs.FixedBatches``
-    and ``epochs.DropoutBatches`` batch.
+    and ``epochs.DropoutBatches`` batch (it is an ``epochs.TrainingPairs``).
 
     ``widths`` and ``collate`` are those of ``dataset.EncodedPairs``, so the sampler and the
     training loop cannot tell the two apart. The offsets are memory-mapped; a batch's pieces are
@@ -244,6 +244,14 @@ class PreparedCorpus:
         """Per pair the widths ``collate`` gives: pieces + EOS, and BOS + pieces (decoder input)."""
         src, tgt = ((np.diff(self.offsets[side]) + 1).astype(np.int32) for side in SIDES)
         return src, tgt
+
+    def epoch_draws(self, seed: int, epoch: int) -> np.ndarray:
+        """Every pair once, whatever the seed and epoch (the plans shuffle them)."""
+        return np.arange(len(self), dtype=np.int64)
+
+    def fixed_draws(self) -> bool:
+        """True: every epoch draws the same pairs."""
+        return True
 
     def pieces(self, side: str, index: int) -> list[int]:
         """Pair ``index``'s piece ids on ``side`` ("src" or "tgt"), without specials."""

@@ -68,7 +68,7 @@ class TokenBatchSampler:
     the world size; so each pair appears exactly once per epoch across ranks.
 
     The batches of an epoch depend only on (seed, epoch): a resumed epoch skips the batches it
-    trained on (``data.epochs.EpochLoader``). ``len()`` is the per-rank epoch length.
+    trained on (``data.loader.EpochLoader``). ``len()`` is the per-rank epoch length.
     """
 
     def __init__(

@@ -1,4 +1,5 @@
-"""The network: attention layers on scaled_dot_product_attention (``layers``), the decoder's KV
-cache (``cache``), dropout kinds (``dropout``), the Transformer with its tied output
-(``transformer``) and the token loss (``loss``). Imports ``config``, ``specials`` and ``errors``
-only: no tokenizer, corpus or batch, and no sentencepiece."""
+"""The network: multi-head attention on scaled_dot_product_attention (``attention``), the
+encoder and decoder layers and positions (``layers``), the decoder's KV cache (``cache``), dropout
+kinds (``dropout``), the Transformer with its tied output and the options published checkpoints
+need (``transformer``), the token loss (``loss``) and a training step's FLOPs (``flops``). Imports
+``config``, ``specials`` and ``errors`` only: no tokenizer, corpus or batch, and no sentencepiece."""

@@ -1,4 +1,5 @@
-"""Transformer building blocks: attention, feed-forward, encoder/decoder layers, positions.
+"""Transformer building blocks: feed-forward, encoder/decoder layers, positions (the attention
+they use is in ``attention``).
 
 Shapes: B batch, S source length, T target length, D d_model, H heads, Dh = D // H.
 Activations are batch-first: (B, T, D).
@@ -25,180 +26,29 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from mt_cli.config.sections import ModelConfig
+from mt_cli.model.attention import CrossAttention, SelfAttention
 from mt_cli.model.cache import LayerCache
 from mt_cli.model.dropout import Dropout
 
-_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+# The attention classes live in ``attention``; exporters import them from here with the layers.
+__all__ = [
+    "CrossAttention",
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
+    "PositionalEncoding",
+    "SelfAttention",
+]
 
-
-def _sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
-    """``F.scaled_dot_product_attention``, steered off the CPU flash kernel when training in bf16/fp16.
-
-    That kernel's backward is several times slower than the math kernel at NMT lengths (torch
-    2.13, (64, 4, 21, 64) bf16 fwd+bwd: ~14 ms vs ~5 ms; a whole training step ~20% slower).
-    Inference and fp32 keep the default choice, where flash is as fast or faster.
-    """
-    if q.requires_grad and q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16):
-        with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-
-
-class MultiHeadAttention(nn.Module):
-    """Shared part of self- and cross-attention: head split/merge, SDPA and the output projection.
-
-    The input projections live in the subclasses so that each can be one fused matmul.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
-        super().__init__()
-        self.d_model = d_model
-        self.n_heads = n_heads
-        self.head_dim = d_model // n_heads
-        self.attention_dropout = attention_dropout
-        self.out = nn.Linear(d_model, d_model)
-
-    def _reset(self, *projections: nn.Linear) -> None:
-        # Xavier on the fused matrices and zero biases, as nn.MultiheadAttention does.
-        for linear in (*projections, self.out):
-            nn.init.xavier_uniform_(linear.weight)
-            nn.init.zeros_(linear.bias)
-
-    def _heads(self, x: Tensor, parts: int) -> Tensor:
-        """(B, L, parts*D) -> (parts, B, H, L, Dh), a view: no copy."""
-        b, length, _ = x.shape
-        return x.view(b, length, parts, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-
-    def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        """q (B, H, L, Dh), k/v (B, H, M, Dh), mask broadcastable to (B, H, L, M).
-
-        Returns the projected output (B, L, D) and, if asked, the attention weights
-        (B, H, L, M) before dropout.
-        """
-        p = self.attention_dropout if self.training else 0.0
-        weights = None
-        if need_weights:
-            # SDPA does not return its weights, so this path computes them explicitly.
-            weights = self._weights(q, k, mask)  # (B, H, L, M)
-            ctx = F.dropout(weights, p, self.training) @ v  # (B, H, L, Dh)
-        else:
-            ctx = _sdpa(q, k, v, mask, p)  # (B, H, L, Dh)
-        return self._merge(ctx), weights
-
-    def attend_step(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        """``attend`` for a decoding step (inference, a few queries per row): two matrix products.
-
-        SDPA's CPU kernel (flash attention) tiles for long query blocks; with one query per
-        hypothesis it spends most of a beam step there (torch 2.13: ~4x the two products for
-        (1000, 4, 1, 64) queries over 30 keys). Returns (B, L, D) and, if asked, the weights.
-        """
-        weights = self._weights(q, k, mask)  # (B, H, L, M)
-        return self._merge(weights @ v), weights if need_weights else None  # (B, L, D)
-
-    def _weights(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
-        """Softmax attention weights (B, H, L, M) in q's dtype (softmax accumulates in fp32)."""
-        scores = (q @ k.transpose(-2, -1)).mul_(self.head_dim**-0.5)  # (B, H, L, M)
-        if mask is None:
-            return torch.softmax(scores, dim=-1)
-        weights = torch.softmax(scores.masked_fill_(~mask, float("-inf")), dim=-1)  # (B, H, L, M)
-        # A row with no allowed key is all NaN after softmax; make it attend to nothing.
-        return weights.masked_fill(~mask, 0.0)
-
-    def _merge(self, ctx: Tensor) -> Tensor:
-        """ctx (B, H, L, Dh) -> heads merged and projected, (B, L, D)."""
-        b, _, length, _ = ctx.shape
-        return self.out(ctx.transpose(1, 2).reshape(b, length, self.d_model))  # (B, L, D)
-
-
-class SelfAttention(MultiHeadAttention):
-    """Self-attention with one fused QKV projection (D -> 3D)."""
-
-    def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
-        super().__init__(d_model, n_heads, attention_dropout)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self._reset(self.qkv)
-
-    def forward(
-        self, x: Tensor, mask: Tensor | None, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        q, k, v = self._heads(self.qkv(x), 3).unbind(0)  # each (B, H, T, Dh)
-        return self.attend(q, k, v, mask, need_weights)
-
-    def step(self, x: Tensor, past_k: Tensor, past_v: Tensor, length: int) -> tuple[Tensor, Tensor, Tensor]:
-        """One new position x (B, 1, D) after ``length`` cached positions of the k/v buffers
-        (B, H, capacity, Dh).
-
-        The new k/v are written in place at position ``length``; a full buffer is first replaced
-        by one of twice the capacity, so appending costs no copy of the history at most steps.
-        No mask: the query is the newest position, so every cached key is in its past.
-        Returns the output (B, 1, D) and the buffers (B, H, capacity', Dh), now ``length + 1`` long.
-        """
-        q, k, v = self._heads(self.qkv(x), 3).unbind(0)  # each (B, H, 1, Dh)
-        if length == past_k.size(2):
-            past_k, past_v = _grown(past_k, length), _grown(past_v, length)
-        past_k[:, :, length] = k[:, :, 0]
-        past_v[:, :, length] = v[:, :, 0]
-        out, _ = self.attend_step(
-            q, past_k[:, :, : length + 1], past_v[:, :, : length + 1], None
-        )  # over (B, H, t+1, Dh)
-        return out, past_k, past_v
-
-
-def _grown(buffer: Tensor, length: int) -> Tensor:
-    """A copy of ``buffer`` (B, H, length, Dh) with room for twice as many positions (at least 8)."""
-    b, h, _, dh = buffer.shape
-    grown = buffer.new_empty(b, h, max(8, 2 * length), dh)
-    grown[:, :, :length] = buffer
-    return grown
-
-
-class CrossAttention(MultiHeadAttention):
-    """Attention from the decoder onto the encoder memory: a q projection and a fused KV (D -> 2D)."""
-
-    def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
-        super().__init__(d_model, n_heads, attention_dropout)
-        self.q = nn.Linear(d_model, d_model)
-        self.kv = nn.Linear(d_model, 2 * d_model)
-        self._reset(self.q, self.kv)
-
-    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
-        """memory (B, S, D) -> k, v each (B, H, S, Dh), strided views of one matmul."""
-        k, v = self._heads(self.kv(memory), 2).unbind(0)
-        return k, v
-
-    def forward(
-        self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        q = self._heads(self.q(x), 1)[0]  # (B, H, T, Dh)
-        return self.attend(q, k, v, mask, need_weights)
-
-    def step(
-        self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        """One position for G hypotheses per source: x (B*G, 1, D), rows grouped by source, onto
-        that source's k/v (B, H, S, Dh) and mask (B, 1, 1, S).
-
-        Each source's G queries attend as one (G, S) block, so beams share one copy of the
-        source's k/v instead of reading a copy each. Returns (B*G, 1, D) and, if asked, the
-        weights (B*G, H, 1, S).
-        """
-        sources = k.size(0)
-        q = self.q(x).view(sources, -1, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, G, Dh)
-        out, weights = self.attend_step(q, k, v, mask, need_weights)  # (B, G, D), (B, H, G, S)
-        if weights is not None:
-            weights = weights.transpose(1, 2).reshape(-1, self.n_heads, 1, weights.size(-1))  # (B*G, H, 1, S)
-        return out.reshape(-1, 1, self.d_model), weights  # (B*G, 1, D)
+# "gelu" is the exact (erf) GELU, as Hugging Face's "gelu"; "swish" is SiLU, x * sigmoid(x), the
+# activation of Marian's transformer-base (OPUS-MT), Hugging Face's "swish" and "silu".
+_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu}
 
 
 class FeedForward(nn.Module):
-    """Position-wise D -> d_ff -> D with ReLU or GELU and dropout on the hidden activations."""
+    """Position-wise D -> d_ff -> D with ReLU, GELU or swish and dropout on the hidden activations."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str, activation_dropout: float) -> None:
         super().__init__()
@@ -293,6 +143,10 @@ class DecoderLayer(nn.Module):
 
 class PositionalEncoding(nn.Module):
     """Adds sinusoidal positions (Vaswani et al.): even dims sin, odd dims cos.
+
+    Hugging Face Marian uses the same frequencies with every sin in the first half of the dims and
+    every cos in the second: the same table up to a renumbering of the model dimension, which
+    ``export.huggingface`` and ``pretrained`` apply to the weights instead of a second layout here.
 
     The table is a non-persistent buffer: it is a pure function of (max_positions, d_model), so
     checkpoints need not carry it.

@@ -6,12 +6,20 @@ Masks are boolean, True = may attend: ``src_mask`` (B, 1, 1, S) is source key pa
 the model only consumes them.
 
 Embeddings: one per side (or one shared module with ``share_embeddings``), scaled by sqrt(D)
-and drawn from N(0, D**-0.5) so that, with the tied output projection, the first logits have
-unit scale. The pad row is zeroed at init but is not frozen (no ``padding_idx``): padding is
-masked out of attention and the loss, so its vector never reaches a real position.
+(unless ``scale_embeddings`` is off, as in some published models) and drawn from N(0, D**-0.5) so
+that, with the tied output projection, the first logits have unit scale. The pad row is zeroed
+at init but is not frozen (no ``padding_idx``): padding is masked out of attention and the loss,
+so its vector never reaches a real position, except as the first decoder input of a model whose
+``decoder_start`` is pad (Marian's), which must learn it.
 
-Output projection: no bias. With ``tie_output`` it *is* the target embedding matrix (the same
+Output projection: no bias unless ``output_bias`` (then ``output.bias``, zero at init: Marian's
+``final_logits_bias``; a model without the option has no such parameter, so its checkpoints are
+as before). With ``tie_output`` the matrix *is* the target embedding matrix (the same
 Parameter); otherwise its own matrix with the same init.
+
+The first decoder input is ``decoder_start_id``: <s> by default, pad for ``decoder_start: pad``
+(Marian's choice). The model only names it; batches and search feed it (they feed <s> for now, and
+the rules refuse pad until they read this: an import puts Marian's start vector at <s> instead).
 
 Logits come out in the compute dtype (bf16 under autocast; ``cross_entropy`` upcasts), except
 ``step`` which returns fp32 since decoding accumulates log-probabilities.
@@ -28,7 +36,7 @@ from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import DecoderCache
 from mt_cli.model.dropout import Dropout, TokenDropout
 from mt_cli.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding
-from mt_cli.specials import FIRST_WORD_ID, PAD_ID, UNK_ID
+from mt_cli.specials import BOS_ID, FIRST_WORD_ID, PAD_ID, UNK_ID
 
 
 class Transformer(nn.Module):
@@ -44,7 +52,9 @@ class Transformer(nn.Module):
         self.tgt_vocab_size = tgt_vocab_size
         self.max_positions = cfg.max_positions
         self.d_model = cfg.d_model
-        self.embed_scale = math.sqrt(cfg.d_model)
+        self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
+        # The first decoder input; the model only says which, decoding and batching feed it.
+        self.decoder_start_id = PAD_ID if cfg.decoder_start == "pad" else BOS_ID
 
         self.tgt_embed = nn.Embedding(tgt_vocab_size, cfg.d_model)
         self.src_embed = self.tgt_embed if cfg.share_embeddings else nn.Embedding(src_vocab_size, cfg.d_model)
@@ -58,7 +68,7 @@ class Transformer(nn.Module):
         self.encoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
         self.decoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
 
-        self.output = nn.Linear(cfg.d_model, tgt_vocab_size, bias=False)
+        self.output = nn.Linear(cfg.d_model, tgt_vocab_size, bias=cfg.output_bias)
         self._init_embeddings()
         if cfg.tie_output:
             self.output.weight = self.tgt_embed.weight
@@ -70,6 +80,8 @@ class Transformer(nn.Module):
         with torch.no_grad():
             self.src_embed.weight[PAD_ID].zero_()
             self.tgt_embed.weight[PAD_ID].zero_()
+            if self.output.bias is not None:  # no prior over the vocabulary before training
+                self.output.bias.zero_()
 
     def _embed(self, embedding: nn.Module, tokens: Tensor, offset: int = 0) -> Tensor:
         x = embedding(tokens) * self.embed_scale  # (B, L, D)

@@ -22,7 +22,8 @@ from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.recipe import config_to_dict
 from mt_cli.config.sections import Config
 from mt_cli.data.batch import Batch
-from mt_cli.data.epochs import EpochLoader, epoch_plan
+from mt_cli.data.epochs import epoch_plan
+from mt_cli.data.loader import EpochLoader
 from mt_cli.data.prepare import TrainingData
 from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError
