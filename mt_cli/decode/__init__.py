@@ -2,6 +2,8 @@
 its typed results (``results``); greedy and beam search (``search``) with what every search
 shares (``hypotheses``: the decoder protocol, the length rules), sampling (``sampling``),
 forced decoding (``scoring``), ensembles (``ensemble``, ``members``) and alignments
-(``alignment``); mt's engine (``translator``) and CTranslate2's (``ctranslate2``); sacreBLEU and
-chrF (``evaluate``). Loads a model through ``trained`` and reads its card, never its training
+(``alignment``); mt's engine (``translator``, its batches side by side in
+``processes``) and CTranslate2's (``ctranslate2``, sampling over its logits in
+``ctranslate2_sampling``); sacreBLEU and chrF (``evaluate``) and paired significance
+(``significance``). Loads a model through ``trained`` and reads its card, never its training
 recipe. Imports ``trained``, ``model``, ``data`` and below; never ``train``."""
