@@ -132,7 +132,7 @@ class CTranslate2Engine(CardEngine):
             (
                 group,
                 self.translator.translate_batch(
-                    [self.src_tok.sp.id_to_piece(sources[i]) for i in group],
+                    [self.src_tok.to_pieces(sources[i]) for i in group],
                     beam_size=options.beam_size,
                     num_hypotheses=options.n_best,
                     length_penalty=options.alpha,
@@ -147,7 +147,7 @@ class CTranslate2Engine(CardEngine):
         ]
 
     def _detokenize(self, pieces: list[list[str]]) -> list[str]:
-        return self.tgt_tok.decode([[self.tgt_tok.sp.piece_to_id(p) for p in row] for row in pieces])
+        return self.tgt_tok.decode([self.tgt_tok.to_ids(row) for row in pieces])
 
     def _groups_by_limit(self, sources: list[list[int]]) -> dict[int, list[int]]:
         """Indices of the non-empty sources by their output limit (over 1: room for a word)."""
@@ -173,8 +173,8 @@ class CTranslate2Engine(CardEngine):
         src_ids = self.source_pieces(sources, positions, warn, first_line, tgt_lang)
         tgt_ids = target_pieces(self.tgt_tok, targets, positions, warn, first_line)
         results = self.translator.score_batch(
-            [self.src_tok.sp.id_to_piece(ids) for ids in src_ids],
-            [self.tgt_tok.sp.id_to_piece(ids) for ids in tgt_ids],
+            [self.src_tok.to_pieces(ids) for ids in src_ids],
+            [self.tgt_tok.to_pieces(ids) for ids in tgt_ids],
             max_batch_size=self.card.decode.max_tokens,
             batch_type="tokens",
         )

@@ -42,7 +42,7 @@ def sample(
     untempered, divided by the length penalty, as mt's engine scores a sample)."""
     sampling = options.sampling
     assert sampling is not None  # the caller samples only when asked to
-    pieces = [engine.src_tok.sp.id_to_piece(ids) for ids in sources]
+    pieces = [engine.src_tok.to_pieces(ids) for ids in sources]
     generators = [torch.Generator().manual_seed(line_seed(sampling.seed, line)) for line in lines]
     prefixes: list[list[int]] = [[] for _ in sources]
     totals = [0.0] * len(sources)
@@ -50,7 +50,7 @@ def sample(
     for step in range(limit):
         results = engine.translator.translate_batch(
             [pieces[i] for i in alive],
-            target_prefix=[engine.tgt_tok.sp.id_to_piece(prefixes[i]) for i in alive],
+            target_prefix=[engine.tgt_tok.to_pieces(prefixes[i]) for i in alive],
             beam_size=1,
             max_decoding_length=step + 1,  # the forced prefix and one more word
             return_logits_vocab=True,
@@ -77,6 +77,6 @@ def sample(
         if not alive:
             break
     return [
-        (engine.tgt_tok.sp.id_to_piece(ids), total / length_penalty(len(ids) + 1, options.alpha))
+        (engine.tgt_tok.to_pieces(ids), total / length_penalty(len(ids) + 1, options.alpha))
         for ids, total in zip(prefixes, totals)
     ]

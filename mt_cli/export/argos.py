@@ -100,7 +100,7 @@ def write_package(translator: Translator, root: Path, quantization: Quantization
     src = translator.card.data.src_lang
     root.mkdir()
     export_ctranslate2(translator, root / "model", quantization)
-    (root / "sentencepiece.model").write_bytes(translator.src_tok.sp.serialized_model_proto())
+    (root / "sentencepiece.model").write_bytes(translator.src_tok.model_bytes())
     (root / "minisbd").mkdir()
     (root / "minisbd" / f"{src}.onnx").write_bytes(sentence_splitter(src))
     write_json(metadata(translator.card), root / "metadata.json")
