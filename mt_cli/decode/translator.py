@@ -75,11 +75,7 @@ class Translator(CardEngine):
     ) -> Translator:
         """A run's checkpoint (None: best.pt), in ``compute_type`` (or, left at its default, in
         ``amp``'s autocast dtype: auto | bf16 | fp16 | off)."""
-        run = RunDir(Path(run_dir))
-        if not run.root.is_dir():
-            raise CheckpointError(
-                f"run directory {run.root} does not exist; train one with `mt train --run {run.root}`"
-            )
+        run = RunDir(Path(run_dir)).existing()
         target = resolve_device(device)
         dtype = (
             amp_dtype(target, amp)

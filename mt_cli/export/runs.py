@@ -12,7 +12,6 @@ from pathlib import Path
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.files import file_sha256, writing
 from mt_cli.disk.layout import ExportFiles, RunDir
-from mt_cli.errors import CheckpointError
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
 
 
@@ -21,10 +20,9 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
     ``run`` itself when it is already an export."""
     if (run / ExportFiles.CARD).is_file():
         return run
-    if not run.is_dir():
-        raise CheckpointError(f"run directory {run} does not exist; train one with `mt train --run {run}`")
-    path = RunDir(run).find_checkpoint(checkpoint)
-    model_dir = RunDir(run).exports / f"ctranslate2-{file_sha256(path)[:12]}"
+    rundir = RunDir(run).existing()
+    path = rundir.find_checkpoint(checkpoint)
+    model_dir = rundir.engine_export(file_sha256(path))
     if not model_dir.is_dir():
         log(f"exporting {path} to {model_dir}")
         with writing(model_dir):
