@@ -123,6 +123,20 @@ def test_the_fingerprint_is_the_model_s_bytes(tiny: Tokenizer, tmp_path: Path) -
     assert again.fingerprint() == tiny.fingerprint() != other.fingerprint()
 
 
+def test_no_module_outside_text_touches_the_sentencepiece_object() -> None:
+    import re
+
+    package = Path(__file__).resolve().parents[1] / "mt_cli"
+    touching = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        if path.parent.name != "text"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\.sp\b", line)
+    ]
+    assert touching == [], "ask the Tokenizer (text/pieces.py) instead"
+
+
 def test_training_is_deterministic_and_atomic(tmp_path: Path) -> None:
     a = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "a")
     b = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "b")

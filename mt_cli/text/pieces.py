@@ -22,7 +22,11 @@ _FIRST_USER_ID = 4
 
 
 class Tokenizer:
-    """One language's SentencePiece model, with the project's special-id conventions."""
+    """One language's SentencePiece model, with the project's special-id conventions.
+
+    It answers every piece and id question (``vocabulary``, ``to_pieces``, ``to_ids``,
+    ``piece_id``, ``model_bytes``, ``fingerprint``): no module outside ``text`` touches ``sp``.
+    """
 
     def __init__(self, processor: spm.SentencePieceProcessor, lang: str) -> None:
         self.sp = processor
