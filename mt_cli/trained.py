@@ -39,12 +39,7 @@ class TrainedModel:
 
 def open_run(run_dir: str | Path) -> RunDir:
     """The run directory ``run_dir``, or a CheckpointError saying it does not exist."""
-    run = RunDir(Path(run_dir))
-    if not run.root.is_dir():
-        raise CheckpointError(
-            f"run directory {run.root} does not exist; train one with `mt train --run {run.root}`"
-        )
-    return run
+    return RunDir(Path(run_dir)).existing()
 
 
 def load_trained(run_dir: str | Path, checkpoint: str | None = None) -> TrainedModel:

@@ -222,7 +222,11 @@ def mt_prepare(corpus: dict, cwd: Path, *overrides: str) -> subprocess.Completed
             "data.corpora[1].run: {run} translates en->de, but forward translation of this corpus's de "
             "text (its source side) needs a run that translates de->en",
         ),
-        ({"text": [str(CAPTIONS)], "run": "missing"}, [], "data.corpora[1].run: run missing does not exist"),
+        (
+            {"text": [str(CAPTIONS)], "run": "missing"},
+            [],
+            "data.corpora[1].run: run directory missing does not exist",
+        ),
         (
             {"text": [str(CAPTIONS)], "run": "{run}:nope"},
             [],

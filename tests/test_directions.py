@@ -85,7 +85,7 @@ def test_every_source_reaches_the_model_after_the_target_tag_as_one_piece(
 ) -> None:
     tok = translator.src_tok
     tag = tok.tags["<2en>"]
-    assert tok.sp.id_to_piece(tag) == "<2en>"
+    assert tok.to_pieces([tag]) == ["<2en>"]
     recorder = Recorder(translator.model.encode)
     monkeypatch.setattr(translator.model, "encode", recorder)
     for lang in SOURCES:
@@ -122,7 +122,7 @@ def test_the_ctranslate2_engine_sends_the_tag_and_translates_as_mt_does(
     lines = [sentences[lang] for lang in SOURCES]
     ours = engine.translate_lines(lines, beam_size=1, tgt_lang="en")
     sent = [tokens for call in recorder.calls for tokens in call[0]]
-    assert sorted(sent) == sorted(["<2en>", *engine.src_tok.sp.encode(line, out_type=str)] for line in lines)
+    assert sorted(sent) == sorted(["<2en>", *engine.src_tok.pieces(line)] for line in lines)
     assert ours == translator.translate_lines(lines, beam_size=1, tgt_lang="en")
 
 

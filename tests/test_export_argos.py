@@ -140,7 +140,7 @@ def test_every_line_is_mt_s_text_of_ctranslate2_s_output_with_argos_s_arguments(
     model = ctranslate2.Translator(str(installed_model(argos)), intra_threads=1)
     for line, translation in zip(lines, argos["translations"]):
         (result,) = model.translate_batch(
-            [engine.src_tok.sp.encode(line, out_type=str)],  # as apply_packaged_translation calls it
+            [engine.src_tok.pieces(line)],  # as apply_packaged_translation calls it
             replace_unknowns=True,
             max_batch_size=32,
             batch_type="tokens",
@@ -149,7 +149,7 @@ def test_every_line_is_mt_s_text_of_ctranslate2_s_output_with_argos_s_arguments(
             length_penalty=ARGOS_LENGTH_PENALTY,
             return_scores=True,
         )
-        ids = [engine.tgt_tok.sp.piece_to_id(piece) for piece in result.hypotheses[0]]
+        ids = engine.tgt_tok.to_ids(result.hypotheses[0])
         (text,) = engine.tgt_tok.decode([ids])
         if "⁇" not in text:
             assert translation == text
@@ -170,7 +170,7 @@ def test_the_package_holds_one_directory_and_is_reproducible(
     assert names == {f"{PACKAGE_DIR}/{name}" for name in files}
     assert metadata["from_code"] == "de" and metadata["to_code"] == "en" and metadata["type"] == "translate"
     assert (metadata["from_name"], metadata["to_name"]) == ("German", "English")
-    assert sentencepiece == trained.src_tok.sp.serialized_model_proto()
+    assert sentencepiece == trained.src_tok.model_bytes()
     again = export_argos(trained, tmp_path / "again.argosmodel", Quantization.FLOAT32)
     assert again.read_bytes() == package.read_bytes()
 

@@ -134,7 +134,7 @@ def test_greedy_generate_gives_mt_greedy_tokens_and_text(
     """Per-sentence limits: sentences sharing mt's limit are generated as one padded batch with
     ``max_new_tokens`` that limit, so those mt cut short (EOS forced) are compared too."""
     expected = [
-        translator.tgt_tok.sp.piece_to_id(list(t.best.tokens))
+        translator.tgt_tok.to_ids(t.best.tokens)
         for t in translator.translate(german, TranslateOptions(beam=1))
     ]
     sources = translator.encode_sources(german, warn=lambda message: None)
@@ -267,5 +267,5 @@ def test_a_model_with_target_tags_reads_marians_language_code(
     # Marian's language code, typed as for its multilingual models, is the ids mt's engine gives.
     typed = MarianTokenizer.from_pretrained(out)([f">>en<< {line}" for line in lines])["input_ids"]
     assert typed == tagged.encode_sources(lines, warn=lambda message: None, tgt_lang="en")
-    assert typed[0][0] == tagged.src_tok.sp.piece_to_id("<2en>")
+    assert typed[0][0] == tagged.src_tok.piece_id("<2en>")
     assert "start every text with `>>en<<`" in (out / "README.md").read_text()

@@ -92,6 +92,51 @@ def test_pieces_are_surface_strings(tiny: Tokenizer) -> None:
     assert len(pieces) == len(tiny.encode(["Ein Hund läuft."])[0])
 
 
+def test_pieces_and_ids_are_sentencepiece_s_answers(tiny: Tokenizer, tagged: Tokenizer) -> None:
+    for tok in (tiny, tagged):
+        sp = tok.sp
+        assert tok.vocabulary() == [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+        assert len(tok.vocabulary()) == tok.vocab_size == sp.get_piece_size()
+        (ids,) = tok.encode(["Ein Hund läuft im Park."])
+        ids = [BOS_ID, *ids, EOS_ID, PAD_ID, UNK_ID]
+        pieces = tok.to_pieces(ids)
+        assert pieces == [sp.id_to_piece(i) for i in ids]
+        assert pieces[0] == "<s>" and pieces[-3:] == ["</s>", "<pad>", "<unk>"]  # specials too, none dropped
+        assert tok.to_pieces(tuple(ids)) == tok.to_pieces(iter(ids)) == pieces  # any sequence of ids
+        assert tok.to_ids(pieces) == [sp.piece_to_id(p) for p in pieces] == ids
+        assert [tok.piece_id(p) for p in pieces] == ids
+        assert tok.to_pieces([]) == [] and tok.to_ids([]) == []
+        assert tok.piece_id("no such piece") == sp.piece_to_id("no such piece") == UNK_ID
+        assert tok.to_ids(["no such piece"]) == [UNK_ID]
+    assert tagged.piece_id("<bt>") == tagged.tags["<bt>"] == tagged.sp.piece_to_id("<bt>")
+
+
+def test_the_fingerprint_is_the_model_s_bytes(tiny: Tokenizer, tmp_path: Path) -> None:
+    import hashlib
+
+    assert (
+        tiny.model_bytes() == tiny.sp.serialized_model_proto() == tokenizer_path(tmp_path, "de").read_bytes()
+    )
+    assert tiny.fingerprint() == hashlib.sha256(tiny.model_bytes()).hexdigest()
+    again = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "again")
+    other = train_tokenizer(TEXTS, "de", VOCAB - 10, TokenizerConfig(), tmp_path / "other")
+    assert again.fingerprint() == tiny.fingerprint() != other.fingerprint()
+
+
+def test_no_module_outside_text_touches_the_sentencepiece_object() -> None:
+    import re
+
+    package = Path(__file__).resolve().parents[1] / "mt_cli"
+    touching = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        if path.parent.name != "text"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\.sp\b", line)
+    ]
+    assert touching == [], "ask the Tokenizer (text/pieces.py) instead"
+
+
 def test_training_is_deterministic_and_atomic(tmp_path: Path) -> None:
     a = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "a")
     b = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "b")
@@ -231,7 +276,7 @@ def test_a_tagged_source_never_has_its_tag_split(tagged: Tokenizer, tiny: Tokeni
         ids = tagged.encode_with_dropout([f"<2en> <bt> {text}"], 0.5, seed)[0]
         assert ids[:2] == [4, 6] and all(i > 6 for i in ids[2:])
     # A tag inside a sentence is still one piece (a user-defined symbol); an unknown one is text.
-    assert [tagged.sp.id_to_piece(i) for i in tagged.encode([f"Ein <bt> {text}"])[0]].count("<bt>") == 1
+    assert tagged.to_pieces(tagged.encode([f"Ein <bt> {text}"])[0]).count("<bt>") == 1
     assert 4 not in tagged.encode(["<2fr> Ein Hund"])[0]
     assert tagged.decode([[4, *plain]]) == [f"<2en> {text}"]  # the text round-trips
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from mt_cli.cli.common import DEFAULT_RUN, CheckpointOption, RunOption, log, option, user_errors
-from mt_cli.errors import CheckpointError
 from mt_cli.export.quantization import Quantization
 
 if TYPE_CHECKING:
@@ -53,9 +52,7 @@ def export(
     from mt_cli.disk.layout import RunDir
     from mt_cli.disk.runlock import RunLock, writes_into
 
-    rundir = RunDir(run)
-    if not rundir.root.is_dir():  # before anything is made: a typo in --run creates nothing
-        raise CheckpointError(f"run directory {run} does not exist; train one with `mt train --run {run}`")
+    rundir = RunDir(run).existing()  # before anything is made: a typo in --run creates nothing
     rundir.find_checkpoint(checkpoint)
     target = output if output is not None else _default_output(run, export_format, quantization)
     # Writing into the run (its exports/ by default) takes the run's lock, as training does.
@@ -75,12 +72,7 @@ def export(
 def _default_output(run: Path, export_format: ExportFormat, quantization: Quantization) -> Path:
     from mt_cli.disk.layout import RunDir
 
-    exports = RunDir(run).exports
-    if export_format is ExportFormat.HUGGINGFACE:
-        return exports / "huggingface"
-    if export_format is ExportFormat.ARGOS:  # a file, named as Argos's tools expect
-        return exports / f"argos-{quantization.value}.argosmodel"
-    return exports / f"{export_format.value}-{quantization.value}"
+    return RunDir(run).export(export_format.value, quantization.value)
 
 
 def _write(

@@ -67,8 +67,8 @@ def average(
     from mt_cli.disk.runlock import RunLock, writes_into
 
     rundir = RunDir(run_from(run_argument, run))
-    if not files and not rundir.root.is_dir():
-        raise CheckpointError(f"run directory {rundir.root} does not exist; give --run or --file")
+    if not files:
+        rundir.existing()
     if not files and not rundir.checkpoints.is_dir():
         raise CheckpointError(f"{rundir.root} is not a trained run (no checkpoints/); give --run or --file")
     target = output or rundir.average

@@ -31,7 +31,7 @@ from mt_cli.config.sections import CorpusConfig
 from mt_cli.disk.files import file_sha256, json_digest
 from mt_cli.disk.layout import RunDir, run_and_checkpoint
 from mt_cli.disk.reading import check_readable_file
-from mt_cli.errors import CheckpointError, DataError
+from mt_cli.errors import DataError
 
 FORMAT = 1  # bump when the layout or the meaning of a key changes: older caches are then remade
 TEXT, TRANSLATION, PROVENANCE = "text.txt", "translation.txt", "provenance.json"
@@ -112,12 +112,7 @@ def resolve(entry: CorpusConfig) -> Synthetic:
     if entry.run is None:
         raise ValueError("rules.check_data requires run for source=backtranslation")
     root, name = run_and_checkpoint(entry.run)
-    run = RunDir(root)
-    if not run.root.is_dir():
-        raise CheckpointError(
-            f"run {root} does not exist; train the model that translates the text first "
-            f"(`mt train --run {root}`), or name another run"
-        )
+    run = RunDir(root).existing()
     checkpoint = run.find_checkpoint(name)
     text = tuple(Path(path) for path in entry.text)
     for path in text:

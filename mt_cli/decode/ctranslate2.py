@@ -104,7 +104,7 @@ class CTranslate2Engine(CardEngine):
             from mt_cli.decode.ctranslate2_sampling import sample
 
             for limit, group in groups.items():
-                pieces = [self.src_tok.sp.id_to_piece(sources[i]) for i in group]
+                pieces = [self.src_tok.to_pieces(sources[i]) for i in group]
                 texts = [lines[i] for i in group]
                 batch_tokens = self.card.decode.max_tokens
                 sampled = sample(self.translator, self.tgt_tok, pieces, texts, limit, options, batch_tokens)
@@ -135,7 +135,7 @@ class CTranslate2Engine(CardEngine):
             (
                 group,
                 self.translator.translate_batch(
-                    [self.src_tok.sp.id_to_piece(sources[i]) for i in group],
+                    [self.src_tok.to_pieces(sources[i]) for i in group],
                     beam_size=options.beam_size,
                     num_hypotheses=options.n_best,
                     length_penalty=options.alpha,
@@ -150,7 +150,7 @@ class CTranslate2Engine(CardEngine):
         ]
 
     def _detokenize(self, pieces: list[list[str]]) -> list[str]:
-        return self.tgt_tok.decode([[self.tgt_tok.sp.piece_to_id(p) for p in row] for row in pieces])
+        return self.tgt_tok.decode([self.tgt_tok.to_ids(row) for row in pieces])
 
     def _groups_by_limit(self, sources: list[list[int]]) -> dict[int, list[int]]:
         """Indices of the non-empty sources by their output limit (over 1: room for a word)."""
@@ -176,8 +176,8 @@ class CTranslate2Engine(CardEngine):
         src_ids = self.source_pieces(sources, positions, warn, first_line, tgt_lang)
         tgt_ids = target_pieces(self.tgt_tok, targets, positions, warn, first_line)
         results = self.translator.score_batch(
-            [self.src_tok.sp.id_to_piece(ids) for ids in src_ids],
-            [self.tgt_tok.sp.id_to_piece(ids) for ids in tgt_ids],
+            [self.src_tok.to_pieces(ids) for ids in src_ids],
+            [self.tgt_tok.to_pieces(ids) for ids in tgt_ids],
             max_batch_size=self.card.decode.max_tokens,
             batch_type="tokens",
         )

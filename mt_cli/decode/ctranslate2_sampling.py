@@ -53,7 +53,7 @@ def sample(
     for step in range(limit):
         results = translator.translate_batch(
             [pieces[i] for i in alive],
-            target_prefix=[tgt_tok.sp.id_to_piece(prefixes[i]) for i in alive],
+            target_prefix=[tgt_tok.to_pieces(prefixes[i]) for i in alive],
             beam_size=1,
             max_decoding_length=step + 1,  # the forced prefix and one more word
             return_logits_vocab=True,
@@ -80,6 +80,6 @@ def sample(
         if not alive:
             break
     return [
-        (tgt_tok.sp.id_to_piece(ids), normalised(total, len(ids), options.alpha))
+        (tgt_tok.to_pieces(ids), normalised(total, len(ids), options.alpha))
         for ids, total in zip(prefixes, totals)
     ]

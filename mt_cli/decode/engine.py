@@ -17,7 +17,6 @@ job.
 from __future__ import annotations
 
 import enum
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -178,7 +177,7 @@ class CardEngine:
 
     @property
     def tokenizers(self) -> tuple[str, str]:
-        return tokenizer_fingerprint(self.src_tok), tokenizer_fingerprint(self.tgt_tok)
+        return self.src_tok.fingerprint(), self.tgt_tok.fingerprint()
 
     def source_prefix(self, tgt_lang: str | None) -> str:
         """What goes before each source to write ``tgt_lang`` (None: the card's): the target tag
@@ -219,11 +218,6 @@ class CardEngine:
             beam=beam_size, length_penalty=length_penalty, scores=False, tgt_lang=tgt_lang
         )
         return [t.text for t in self.translate(lines, options, warn)]
-
-
-def tokenizer_fingerprint(tokenizer: Tokenizer) -> str:
-    """SHA-256 of a SentencePiece model's bytes: equal exactly when two tokenizers are the same."""
-    return hashlib.sha256(tokenizer.sp.serialized_model_proto()).hexdigest()
 
 
 def check_pairs(sources: Sequence[str], targets: Sequence[str]) -> None:

@@ -183,7 +183,7 @@ class Translator(CardEngine):
                 tuple(
                     Hypothesis(
                         next(texts),
-                        tuple(self.tgt_tok.sp.id_to_piece(h.tokens)),
+                        tuple(self.tgt_tok.to_pieces(h.tokens)),
                         h.score,
                         alignments[i][k] if alignments is not None else None,
                     )
@@ -271,8 +271,8 @@ class Translator(CardEngine):
             with autocast(self.device, self.dtype):
                 matrices = attention_matrix(self.model, src, src_mask, [targets[i] for i in indices], layer)
             for index, matrix in zip(indices, matrices):
-                src_pieces = self.src_tok.sp.id_to_piece(sources[index][tags:-1])  # no tag, no EOS
-                tgt_pieces = self.tgt_tok.sp.id_to_piece(targets[index])
+                src_pieces = self.src_tok.to_pieces(sources[index][tags:-1])  # no tag, no EOS
+                tgt_pieces = self.tgt_tok.to_pieces(targets[index])
                 result[index] = tuple(word_alignment(matrix[:, tags:], src_pieces, tgt_pieces))
         return result
 
@@ -301,7 +301,7 @@ class Translator(CardEngine):
                 target,
                 sum(row),
                 len(row),
-                tuple(zip([*self.tgt_tok.sp.id_to_piece(ids), EOS_PIECE], row)) if per_token else None,
+                tuple(zip([*self.tgt_tok.to_pieces(ids), EOS_PIECE], row)) if per_token else None,
             )
             for source, target, ids, row in zip(sources, targets, tgt_ids, log_probs)
         ]
@@ -328,10 +328,10 @@ class Translator(CardEngine):
         (T, S) cross-attention, fp32."""
         self._check_layer(layer)
         ids = self.encode_sources([source], ignore, 1, tgt_lang)[0]
-        tokens = [self.tgt_tok.sp.piece_to_id(piece) for piece in target][: self.model.max_positions - 2]
+        tokens = self.tgt_tok.to_ids(target)[: self.model.max_positions - 2]
         src, src_mask = self._padded([ids])
         with autocast(self.device, self.dtype):
             weights = attention_matrix(self.model, src, src_mask, [tokens], layer)[0]  # (T, S)
-        src_pieces = [*self.src_tok.sp.id_to_piece(ids[:-1]), EOS_PIECE]
-        tgt_pieces = [*self.tgt_tok.sp.id_to_piece(tokens), EOS_PIECE]
+        src_pieces = [*self.src_tok.to_pieces(ids[:-1]), EOS_PIECE]
+        tgt_pieces = [*self.tgt_tok.to_pieces(tokens), EOS_PIECE]
         return src_pieces, tgt_pieces, weights

@@ -54,9 +54,18 @@ class RunDir:
     average = _InRun("checkpoints/average.pt")
     prepared = _InRun("prepared")  # prepared corpora, one folder per key
     synthetic = _InRun("synthetic")  # pairs this run's model translated for backtranslation corpora
-    exports = _InRun("exports")
+    exports = _InRun("exports")  # what `mt export` and `--engine ctranslate2` make of the run's checkpoints
     tensorboard = _InRun("tensorboard")
+    curves = _InRun("curves.png")  # written by `mt plot`
     lock = _InRun(".lock")  # held by the one process that writes into the run
+
+    def existing(self) -> RunDir:
+        """This run, if its directory is there; the one "no such run" CheckpointError if not."""
+        if not self.root.is_dir():
+            raise CheckpointError(
+                f"run directory {self.root} does not exist; train one with `mt train --run {self.root}`"
+            )
+        return self
 
     def tokenizer(self, lang: str) -> Path:
         return self.root / tokenizer_file(lang)
@@ -64,6 +73,21 @@ class RunDir:
     def tokenizer_settings(self, lang: str) -> Path:
         """What the tokenizer of ``lang`` was trained from, to decide whether it may be reused."""
         return self.root / f"spm.{lang}.json"
+
+    def export(self, export_format: str, quantization: str) -> Path:
+        """Where ``mt export --format FORMAT`` writes by default: ``exports/huggingface`` (float32
+        weights), ``exports/argos-QUANTIZATION.argosmodel`` (a file, named as Argos's tools expect),
+        else ``exports/FORMAT-QUANTIZATION``."""
+        if export_format == "huggingface":
+            return self.exports / "huggingface"
+        if export_format == "argos":
+            return self.exports / f"argos-{quantization}.argosmodel"
+        return self.exports / f"{export_format}-{quantization}"
+
+    def engine_export(self, checkpoint_sha256: str) -> Path:
+        """The CTranslate2 model ``--engine ctranslate2`` makes of the checkpoint with this SHA-256
+        (named by its content, so a changed checkpoint gets a new one)."""
+        return self.exports / f"ctranslate2-{checkpoint_sha256[:12]}"
 
     def step_checkpoint(self, step: int) -> Path:
         return self.checkpoints / f"step{step:07d}.pt"

@@ -100,7 +100,7 @@ def write_package(trained: TrainedModel, root: Path, quantization: Quantization)
     src = trained.card.data.src_lang
     root.mkdir()
     export_ctranslate2(trained, root / "model", quantization)
-    (root / "sentencepiece.model").write_bytes(trained.src_tok.sp.serialized_model_proto())
+    (root / "sentencepiece.model").write_bytes(trained.src_tok.model_bytes())
     (root / "minisbd").mkdir()
     (root / "minisbd" / f"{src}.onnx").write_bytes(sentence_splitter(src))
     write_json(metadata(trained.card), root / "metadata.json")

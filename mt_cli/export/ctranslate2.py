@@ -93,8 +93,8 @@ def transformer_spec(trained: TrainedModel) -> TransformerSpec:
     set_decoder(spec.decoder, model, positions)
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
     spec.config.add_source_eos = True
-    spec.register_source_vocabulary(_pieces(trained.src_tok.sp))
-    spec.register_target_vocabulary(_pieces(trained.tgt_tok.sp))
+    spec.register_source_vocabulary(trained.src_tok.vocabulary())
+    spec.register_target_vocabulary(trained.tgt_tok.vocabulary())
     return spec
 
 
@@ -176,18 +176,13 @@ def _array(tensor) -> np.ndarray:
     return tensor.detach().float().cpu().numpy().copy()
 
 
-def _pieces(processor) -> list[str]:
-    """The vocabulary in id order: CTranslate2 ids are then mt's ids."""
-    return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
-
-
 def write_model_files(trained: TrainedModel, model_dir: Path) -> None:
     """mt's files beside CTranslate2's: the two SentencePiece models and the card naming them."""
     for tokenizer, name in (
         (trained.src_tok, ExportFiles.SOURCE_SPM),
         (trained.tgt_tok, ExportFiles.TARGET_SPM),
     ):
-        (model_dir / name).write_bytes(tokenizer.sp.serialized_model_proto())
+        (model_dir / name).write_bytes(tokenizer.model_bytes())
     card = dataclasses.replace(
         trained.card, src_tokenizer=ExportFiles.SOURCE_SPM, tgt_tokenizer=ExportFiles.TARGET_SPM
     )

@@ -14,8 +14,6 @@ from mt_cli.specials import target_tag
 from mt_cli.text.tags import tagged_targets
 
 if TYPE_CHECKING:
-    from sentencepiece import SentencePieceProcessor
-
     from mt_cli.config.card import ModelCard
     from mt_cli.trained import TrainedModel
 
@@ -25,13 +23,13 @@ def save_tokenizer(trained: TrainedModel, model_dir: Path) -> None:
     from transformers import MarianTokenizer
 
     card = trained.card
-    codes = marian_language_codes(card, trained.src_tok.sp)
+    codes = marian_language_codes(card, trained.src_tok)
     for tokenizer, spm, vocab, aliases in (
         (trained.src_tok, ExportFiles.SOURCE_SPM, "vocab.json", codes),
         (trained.tgt_tok, ExportFiles.TARGET_SPM, "target_vocab.json", {}),
     ):
-        (model_dir / spm).write_bytes(tokenizer.sp.serialized_model_proto())
-        ids = piece_ids(tokenizer.sp) | aliases
+        (model_dir / spm).write_bytes(tokenizer.model_bytes())
+        ids = piece_ids(tokenizer) | aliases
         (model_dir / vocab).write_text(json.dumps(ids), encoding="utf-8")
     MarianTokenizer(
         source_spm=str(model_dir / ExportFiles.SOURCE_SPM),
@@ -48,14 +46,14 @@ def save_tokenizer(trained: TrainedModel, model_dir: Path) -> None:
     ).save_pretrained(model_dir)
 
 
-def marian_language_codes(card: ModelCard, sp: SentencePieceProcessor) -> dict[str, int]:
+def marian_language_codes(card: ModelCard, tokenizer: Tokenizer) -> dict[str, int]:
     """``>>en<<`` for the id of ``<2en>``, per target language of a model with target tags.
 
     A text that starts with ``>>xx<<`` is how Marian's multilingual models are told the target:
     MarianTokenizer takes that code off the text and looks it up in the vocabulary whole. mt's
     own tag typed into the text would not do: SentencePiece puts a word-start piece before it.
     """
-    return {marian_code(lang): sp.piece_to_id(target_tag(lang)) for lang in tagged_targets(card.data)}
+    return {marian_code(lang): tokenizer.piece_id(target_tag(lang)) for lang in tagged_targets(card.data)}
 
 
 def marian_code(lang: str) -> str:
@@ -63,9 +61,9 @@ def marian_code(lang: str) -> str:
     return f">>{lang}<<"
 
 
-def piece_ids(sp: SentencePieceProcessor) -> dict[str, int]:
+def piece_ids(tokenizer: Tokenizer) -> dict[str, int]:
     """Every piece of the SentencePiece model with its own id, so Marian's ids are mt's."""
-    return {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
+    return {piece: i for i, piece in enumerate(tokenizer.vocabulary())}
 
 
 def readme(card: ModelCard) -> str:

@@ -22,7 +22,7 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
         return run
     rundir = open_run(run)
     path = rundir.find_checkpoint(checkpoint)
-    model_dir = rundir.exports / f"ctranslate2-{file_sha256(path)[:12]}"
+    model_dir = rundir.engine_export(file_sha256(path))
     if not model_dir.is_dir():
         log(f"exporting {path} to {model_dir}")
         with writing(model_dir):

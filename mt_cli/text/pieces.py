@@ -6,7 +6,8 @@ and reuse live in ``text.tokenizer`` (which exports ``Tokenizer`` too).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import sentencepiece as spm
@@ -21,7 +22,11 @@ _FIRST_USER_ID = 4
 
 
 class Tokenizer:
-    """One language's SentencePiece model, with the project's special-id conventions."""
+    """One language's SentencePiece model, with the project's special-id conventions.
+
+    It answers every piece and id question (``vocabulary``, ``to_pieces``, ``to_ids``,
+    ``piece_id``, ``model_bytes``, ``fingerprint``): no module outside ``text`` touches ``sp``.
+    """
 
     def __init__(self, processor: spm.SentencePieceProcessor, lang: str) -> None:
         self.sp = processor
@@ -59,6 +64,30 @@ class Tokenizer:
     @property
     def vocab_size(self) -> int:
         return self.sp.get_piece_size()
+
+    def vocabulary(self) -> list[str]:
+        """Every piece, in id order (an exported vocabulary whose ids are mt's)."""
+        return self.sp.id_to_piece(list(range(self.sp.get_piece_size())))
+
+    def to_pieces(self, ids: Iterable[int]) -> list[str]:
+        """The piece of each id, specials included (``"</s>"`` for EOS); no cutting, no dropping."""
+        return self.sp.id_to_piece(list(ids))
+
+    def to_ids(self, pieces: Iterable[str]) -> list[int]:
+        """The id of each piece; a piece not in the vocabulary is UNK."""
+        return self.sp.piece_to_id(list(pieces))
+
+    def piece_id(self, piece: str) -> int:
+        """The id of one piece (UNK if the vocabulary lacks it)."""
+        return self.sp.piece_to_id(piece)
+
+    def model_bytes(self) -> bytes:
+        """The SentencePiece model as saved (what an export writes beside its weights)."""
+        return self.sp.serialized_model_proto()
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the model's bytes: equal exactly when two tokenizers are the same."""
+        return hashlib.sha256(self.model_bytes()).hexdigest()
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Piece ids without BOS/EOS: adding them is the caller's decision (see data.py).

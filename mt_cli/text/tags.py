@@ -53,7 +53,7 @@ def check_tags(tok: Tokenizer, tags: Sequence[str]) -> None:
     for tag in tags:
         if tag in tok.tags:
             continue
-        if any(tok.sp.piece_to_id(piece) != UNK_ID for piece in (tag, f"\u2581{tag}")):  # ▁: a word start
+        if any(tok.piece_id(piece) != UNK_ID for piece in (tag, f"\u2581{tag}")):  # ▁: a word start
             raise DataError(
                 f"tag {tag} collides with a piece of the {tok.lang} vocabulary (an ordinary piece, not a "
                 "tag); its training text held the tag: remove it from the text, or choose another tag"

@@ -162,7 +162,7 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
 
     run_dir = Path(run_dir)
     train, val = read_metrics(run_dir)
-    output = Path(output) if output is not None else run_dir / "curves.png"
+    output = Path(output) if output is not None else RunDir(run_dir).curves
     fig = Figure(figsize=(10, 6.6))
     (loss_ax, bleu_ax), (lr_ax, speed_ax) = fig.subplots(2, 2, sharex=True)
 

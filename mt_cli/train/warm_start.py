@@ -65,13 +65,8 @@ def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
     """The parent ``spec`` (``cfg.train.init_from``) names, checked against ``cfg`` and against the
     tokenizers already in the new ``run`` (from an earlier `mt prepare`), before anything is written."""
     root, name = run_and_checkpoint(spec)
-    parent_run = RunDir(root)
-    if not parent_run.root.is_dir():
-        raise CheckpointError(
-            f"train.init_from: run directory {root} does not exist; "
-            "give a trained run as RUN or RUN:CHECKPOINT"
-        )
     try:
+        parent_run = RunDir(root).existing()
         path = parent_run.find_checkpoint(name)
     except CheckpointError as err:
         raise CheckpointError(f"train.init_from: {err}") from None
