@@ -15,6 +15,7 @@ from mt_cli.text.tags import tagged_targets
 
 if TYPE_CHECKING:
     from mt_cli.config.card import ModelCard
+    from mt_cli.text.pieces import Tokenizer
     from mt_cli.trained import TrainedModel
 
 
