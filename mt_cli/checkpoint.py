@@ -36,8 +36,8 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except OSError as err:
         raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror or err}") from None
-    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as err:
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, KeyError) as err:
+        reason = _load_failure(err)
         raise CheckpointError(
             f"checkpoint {path} is damaged or truncated ({reason}); retrain or pick another"
         ) from None
@@ -51,6 +51,18 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
             f"checkpoint {path} is not an mt checkpoint (its model entry is not a set of named weights)"
         )
     return payload
+
+
+def _load_failure(err: Exception) -> str:
+    """Why torch.load failed, in a few words: its weights-only refusal advises loading with
+    ``weights_only=False``, which would run whatever code a file holds; mt never does."""
+    text = str(err)
+    if text.startswith("Weights only load failed"):
+        detail = text.partition("WeightsUnpickler error:")[2].strip().splitlines()
+        return f"not plain tensors and data: {detail[0]}" if detail else "not plain tensors and data"
+    if isinstance(err, KeyError):  # the weights-only unpickler meets bytes that are no pickle
+        return "not a PyTorch file"
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def checkpoint_card(payload: dict[str, Any], path: Path) -> ModelCard:

@@ -97,7 +97,8 @@ class Translator(CardEngine):
         except RuntimeError as err:
             raise CheckpointError(
                 f"{path} does not match the tokenizers in {run.root} (vocabularies "
-                f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
+                f"{src_tok.vocab_size}/{tgt_tok.vocab_size}; {_first_mismatch(err)}); give a "
+                "checkpoint trained with that run's tokenizers"
             ) from None
         return cls.for_inference(model, src_tok, tgt_tok, card, target, dtype, path)
 
@@ -349,3 +350,22 @@ class Translator(CardEngine):
         src_pieces = [*self.src_tok.sp.id_to_piece(ids[:-1]), EOS_PIECE]
         tgt_pieces = [*self.tgt_tok.sp.id_to_piece(tokens), EOS_PIECE]
         return src_pieces, tgt_pieces, weights
+
+
+def _first_mismatch(err: RuntimeError) -> str:
+    """The first thing torch's load_state_dict error names (its first line only says "Error(s) in
+    loading state_dict for Transformer:"), shortened: "size mismatch for NAME: checkpoint [600, 64],
+    model [500, 64]"."""
+    import re
+
+    details = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
+    if not details:
+        return str(err).strip().rstrip(":") or type(err).__name__
+    size = re.match(
+        r"size mismatch for (\S+): copying a param with shape torch\.Size\((\[.*?\])\) from checkpoint, "
+        r"the shape in current model is torch\.Size\((\[.*?\])\)",
+        details[0],
+    )
+    if size is not None:
+        return f"size mismatch for {size[1]}: checkpoint {size[2]}, model {size[3]}"
+    return details[0].rstrip(".")

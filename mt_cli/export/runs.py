@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from mt_cli.decode.translator import Translator
-from mt_cli.disk.files import file_sha256, writing
+from mt_cli.disk.files import file_sha256, unwritable, writing
 from mt_cli.disk.layout import ExportFiles, RunDir
-from mt_cli.errors import CheckpointError
+from mt_cli.errors import CheckpointError, InputError
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
 
 
@@ -26,6 +26,7 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
     path = RunDir(run).find_checkpoint(checkpoint)
     model_dir = RunDir(run).exports / f"ctranslate2-{file_sha256(path)[:12]}"
     if not model_dir.is_dir():
+        _check_writable(run)
         log(f"exporting {path} to {model_dir}")
         with writing(model_dir):
             model_dir.parent.mkdir(exist_ok=True)
@@ -33,3 +34,15 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
             Translator.from_run(run, checkpoint, "cpu", amp="off"), model_dir, Quantization.FLOAT32
         )
     return model_dir
+
+
+def _check_writable(run: Path) -> None:
+    """InputError before any work if the export cannot be kept in the run (a read-only copy)."""
+    exports = RunDir(run).exports
+    reason = unwritable(exports if exports.is_dir() else run)
+    if reason is not None:
+        raise InputError(
+            f"--engine ctranslate2 keeps its export of the checkpoint in {exports}, and run directory "
+            f"{run} is not writable ({reason}); export it elsewhere with `mt export -f ctranslate2 "
+            f"--run {run} -o DIR` and pass --run DIR"
+        )

@@ -155,6 +155,11 @@ def _series(events: list[dict[str, Any]], key: str) -> tuple[list[int], list[flo
     return [s for s, _ in pairs], [v for _, v in pairs]
 
 
+def default_plot(run_dir: Path) -> Path:
+    """Where ``mt plot`` writes a run's curves without --output."""
+    return Path(run_dir) / "curves.png"
+
+
 def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
     """Training curves of a run into one PNG (default RUN/curves.png); returns the path."""
     from matplotlib.figure import Figure
@@ -162,7 +167,7 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
 
     run_dir = Path(run_dir)
     train, val = read_metrics(run_dir)
-    output = Path(output) if output is not None else run_dir / "curves.png"
+    output = Path(output) if output is not None else default_plot(run_dir)
     fig = Figure(figsize=(10, 6.6))
     (loss_ax, bleu_ax), (lr_ax, speed_ax) = fig.subplots(2, 2, sharex=True)
 
