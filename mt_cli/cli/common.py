@@ -151,16 +151,17 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def standard_stream(name: str) -> TextIO:
-    """``sys.stdin`` or ``sys.stdout`` for a command that reads or writes it; an InputError if the
-    process started with it closed (``mt translate <&-``, ``>&-``): Python then has none."""
+def standard_stream(name: str, instead: str | None = None) -> TextIO:
+    """``sys.stdin`` or ``sys.stdout`` for a command that reads or writes it; an InputError that
+    says ``instead`` what to do if the process started with it closed (``mt translate <&-``,
+    ``>&-``): Python then has none."""
     stream = getattr(sys, name)
     if stream is None:
-        what, instead = {
+        what, default = {
             "stdin": ("input", "give the text as an argument or --input FILE"),
-            "stdout": ("output", "give --output FILE or leave standard output open"),
+            "stdout": ("output", "redirect it to a file, or give --output FILE"),
         }[name]
-        raise InputError(f"standard {what} is closed; {instead}")
+        raise InputError(f"standard {what} is closed; {instead or default}")
     return stream
 
 

@@ -134,7 +134,7 @@ def plot(run_argument: RunArgument = None, run: RunOption = DEFAULT_RUN, output:
 
     run_dir = run_from(run_argument, run)
     read_metrics(run_dir)  # a run that is not there, or has nothing to plot: said first
-    check_output_path(output or default_plot(run_dir), "--output" if output else "the default --output")
+    check_output_path(output or default_plot(run_dir), "--output" if output else "--output (default)")
     from mt_cli.tools.plots import plot_curves  # matplotlib: only once the output is known good
 
     typer.echo(f"training curves written to {plot_curves(run_dir, output)}")

@@ -237,7 +237,7 @@ def evaluate(
     its first); with --src and --ref, --tgt-lang says which language to write."""
     from mt_cli.decode.evaluate import evaluate_run, score_files
 
-    standard_stream("stdout")  # where the scores go
+    standard_stream("stdout", "the scores are printed there: redirect it to a file")
     if hyp:
         if ref is None or src is not None:
             raise InputError("--hyp needs --ref (and no --src): it scores a file of translations")
