@@ -23,6 +23,8 @@ from mt_cli.config.recipe import config_to_dict
 from mt_cli.disk.files import atomic_write_bytes
 from mt_cli.errors import CheckpointError, ConfigError
 
+# What torch.load raises for a file that is damaged or not a weights-only PyTorch file.
+_LOAD_ERRORS = (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, KeyError)
 # The entries that are dicts of state when present (anything else under those keys is ignored).
 _STATE = ("config", "optimizer", "scaler", "progress", "rng")
 
@@ -82,8 +84,15 @@ class Checkpoint:
             payload = torch.load(path, map_location=map_location, weights_only=True)
         except OSError as err:
             raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror or err}") from None
-        except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as err:
-            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        except (
+            RuntimeError,
+            EOFError,
+            pickle.UnpicklingError,
+            zipfile.BadZipFile,
+            ValueError,
+            KeyError,
+        ) as err:
+            reason = _load_failure(err)
             raise CheckpointError(
                 f"checkpoint {path} is damaged or truncated ({reason}); retrain or pick another"
             ) from None
@@ -111,6 +120,18 @@ class Checkpoint:
             averaged_from=list(averaged) if isinstance(averaged, list) else None,
             **state,
         )
+
+
+def _load_failure(err: Exception) -> str:
+    """Why torch.load failed, in a few words: its weights-only refusal advises loading with
+    ``weights_only=False``, which would run whatever code a file holds; mt never does."""
+    text = str(err)
+    if text.startswith("Weights only load failed"):
+        detail = text.partition("WeightsUnpickler error:")[2].strip().splitlines()
+        return f"not plain tensors and data: {detail[0]}" if detail else "not plain tensors and data"
+    if isinstance(err, KeyError):  # the weights-only unpickler meets bytes that are no pickle
+        return "not a PyTorch file"
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _card(payload: dict[str, Any], path: Path) -> ModelCard:

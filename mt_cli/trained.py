@@ -10,6 +10,7 @@ takes them unchanged.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,24 @@ def trained_from(run: RunDir, path: Path, saved: Checkpoint) -> TrainedModel:
     except RuntimeError as err:
         raise CheckpointError(
             f"{path} does not match the tokenizers in {run.root} (vocabularies "
-            f"{src_tok.vocab_size}/{tgt_tok.vocab_size}): {str(err).splitlines()[0]}"
+            f"{src_tok.vocab_size}/{tgt_tok.vocab_size}; {_first_mismatch(err)}); give a "
+            "checkpoint trained with that run's tokenizers"
         ) from None
     return TrainedModel(card, src_tok, tgt_tok, model.eval(), path)
+
+
+def _first_mismatch(err: RuntimeError) -> str:
+    """The first thing torch's load_state_dict error names (its first line only says "Error(s) in
+    loading state_dict for Transformer:"), shortened: "size mismatch for NAME: checkpoint [600, 64],
+    model [500, 64]"."""
+    details = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
+    if not details:
+        return str(err).strip().rstrip(":") or type(err).__name__
+    size = re.match(
+        r"size mismatch for (\S+): copying a param with shape torch\.Size\((\[.*?\])\) from checkpoint, "
+        r"the shape in current model is torch\.Size\((\[.*?\])\)",
+        details[0],
+    )
+    if size is not None:
+        return f"size mismatch for {size[1]}: checkpoint {size[2]}, model {size[3]}"
+    return details[0].rstrip(".")

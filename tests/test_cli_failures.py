@@ -17,6 +17,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,19 +43,33 @@ UNWRITABLE = Path("/sys")  # no new entries here, not even for root
 
 
 def mt(
-    *args: str | bytes, cwd: Path, file_size_limit: int | None = None, timeout: int = 300
+    *args: str | bytes,
+    cwd: Path,
+    file_size_limit: int | None = None,
+    timeout: int = 300,
+    umask: int | None = None,
+    closed: tuple[int, ...] = (),
+    prefix: Sequence[str] = (),
 ) -> subprocess.CompletedProcess:
-    def limit() -> None:
+    """`mt ARGS` in ``cwd``: with a file size limit, a umask, standard descriptors ``closed`` (0 for
+    ``<&-``, 1 for ``>&-``), or started by a ``prefix`` command (``read_only``'s)."""
+
+    def setup() -> None:
         if file_size_limit is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+        if umask is not None:
+            os.umask(umask)
+        for fd in closed:
+            os.close(fd)
 
     result = subprocess.run(
-        [sys.executable, "-m", "mt_cli", *args],
+        [*prefix, sys.executable, "-m", "mt_cli", *args],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         cwd=cwd,
         timeout=timeout,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
-        preexec_fn=limit,
+        preexec_fn=setup,
     )
     result.stdout, result.stderr = result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
     return result
@@ -272,3 +288,229 @@ def test_tables_that_start_with_a_byte_order_mark(tmp_path: Path) -> None:
     prepared = next((tmp_path / "run" / "prepared").iterdir())
     corpus = PreparedCorpus.open(prepared)
     assert (corpus.text("src", 0), corpus.text("tgt", 0)) == (de[0], en[0])
+
+
+# Issue 39, section 3: defects found by a read-through, each through the real process.
+
+
+def test_outputs_get_the_mode_a_shell_would_give(contended: Contended, tmp_path: Path) -> None:
+    """New outputs: 0666 less the umask, as `>` makes them; a rewritten file keeps its mode."""
+    run = str(contended.run)
+    (tmp_path / "src.de").write_text("Ein Hund.\nZwei Kinder.\n", encoding="utf-8")
+    (tmp_path / "ref.en").write_text("A dog.\nTwo children.\n", encoding="utf-8")
+    translated = tmp_path / "translated.en"
+    result = mt("translate", "Ein Hund.", "--run", run, "-o", str(translated), cwd=tmp_path, umask=0o002)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert translated.stat().st_mode & 0o777 == 0o664
+    scores = tmp_path / "scores.tsv"
+    inputs = ("--src", str(tmp_path / "src.de"), "--tgt", str(tmp_path / "ref.en"))
+    result = mt("score", *inputs, "--run", run, "-o", str(scores), cwd=tmp_path, umask=0o022)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert scores.stat().st_mode & 0o777 == 0o644
+    hypotheses = tmp_path / "hyp.en"
+    hypotheses.write_text("earlier work\n", encoding="utf-8")
+    hypotheses.chmod(0o664)
+    sources = ("--src", str(tmp_path / "src.de"), "--ref", str(tmp_path / "ref.en"))
+    result = mt("eval", *sources, "--run", run, "-o", str(hypotheses), cwd=tmp_path, umask=0o077)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert hypotheses.stat().st_mode & 0o777 == 0o664 and len(read_lines(hypotheses)) == 2
+
+
+@pytest.mark.parametrize("command", ["translate", "score", "eval"])
+def test_sigterm_is_ctrl_c_one_line_exit_130_and_no_temporary_file(
+    contended: Contended, tmp_path: Path, command: str
+) -> None:
+    """SIGTERM (what `timeout`, systemd and `docker stop` send) stops a command as Ctrl-C does."""
+    lines = read_lines(SHIPPED_MULTI30K / "train.de.gz")[:3000]
+    source = tmp_path / "src.de"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    kept = tmp_path / "out.txt"
+    kept.write_text("earlier work\n", encoding="utf-8")
+    reads = {
+        "translate": ["--buffer-size", "1"],  # standard input: one line at a time, then waits for more
+        "score": ["--buffer-size", "1"],
+        "eval": ["--src", str(source), "--ref", str(source), "--beam", "5"],  # 3,000 lines: a while
+    }[command]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mt_cli", command, "--run", str(contended.run), "-o", str(kept), *reads],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    try:
+        process.stdin.write(b"Ein Hund.\tA dog.\n" if command == "score" else b"Ein Hund.\n")
+        process.stdin.flush()
+        deadline = time.monotonic() + 120  # the temporary output appears when the work begins
+        while not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]:
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+            time.sleep(0.05)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 130
+        stderr = process.stderr.read().decode("utf-8")
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "error: terminated by SIGTERM"
+    assert kept.read_text(encoding="utf-8") == "earlier work\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt", "src.de"]
+
+
+def test_empty_files_are_nothing_to_score(contended: Contended, tmp_path: Path) -> None:
+    empty, also = tmp_path / "empty.en", tmp_path / "also-empty.en"
+    empty.write_bytes(b"")
+    also.write_bytes(b"")
+    result = mt("eval", "--hyp", str(empty), "--ref", str(also), cwd=tmp_path)
+    assert f"--hyp {empty} and --ref {also} are empty; there is nothing to score" in one_error_line(result, 2)
+    result = mt("eval", "--hyp", str(empty), "--hyp", str(also), "--ref", str(also), cwd=tmp_path)
+    assert "are empty; there is nothing to score" in one_error_line(result, 2)
+    result = mt("eval", "--run", str(contended.run), "--src", str(empty), "--ref", str(also), cwd=tmp_path)
+    assert f"--src {empty} and --ref {also} are empty" in one_error_line(result, 2)
+
+
+def test_a_prepared_corpus_damaged_in_place_is_one_line_naming_the_file(
+    contended: Contended, tmp_path: Path
+) -> None:
+    """Out-of-vocabulary ids, the same sizes: the manifest still adds up, the ids do not."""
+    run = RunDir(shutil.copytree(contended.run, tmp_path / "run"))
+    (tokens,) = run.prepared.glob("*/tgt.tokens")
+    tokens.write_bytes(b"\xff" * tokens.stat().st_size)  # uint16 65535 in a vocabulary of 500
+    before = files_in(run.checkpoints)
+    result = mt("train", "--run", str(run.root), "--resume", "--set", "train.max_epochs=2", cwd=tmp_path)
+    line = one_error_line(result, 2)
+    assert f"prepared corpus file {tokens} is damaged (piece id 65535 in a vocabulary of 500)" in line
+    assert f"delete {tokens.parent} and rerun `mt prepare`" in line
+    assert files_in(run.checkpoints) == before and not run.lock.exists()
+
+
+def test_a_reader_that_goes_away_during_a_batch_is_exit_141(contended: Contended, tmp_path: Path) -> None:
+    """One batch of 300 lines (some 30 kB) into a 4 kB pipe whose reader stops after 100 bytes:
+    the write is cut short, which Python's buffered stdout took for success (exit 0)."""
+    import fcntl
+
+    source = tmp_path / "src.de"
+    lines = read_lines(SHIPPED_MULTI30K / "train.de.gz")[:300]
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(read_end, fcntl.F_SETPIPE_SZ, 4096)
+    command = ["translate", "--run", str(contended.run), "-i", str(source), "--beam", "1"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mt_cli", *command],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as reader:
+            assert len(reader.read(100)) == 100  # then the reader goes away, as `head -c 100` does
+        assert process.wait(timeout=120) == 141
+        stderr = process.stderr.read().decode("utf-8")
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "Traceback" not in stderr and "error" not in stderr  # quiet, as `cat` is
+
+
+def test_align_with_ctranslate2_is_refused_before_anything_is_exported(
+    contended: Contended, tmp_path: Path
+) -> None:
+    before = files_in(contended.run)
+    args = ("Ein Hund.", "--run", str(contended.run), "--engine", "ctranslate2", "--align")
+    result = mt("translate", *args, cwd=tmp_path)
+    assert "--align needs --engine mt" in one_error_line(result, 2)
+    assert files_in(contended.run) == before  # no RUN/exports/ctranslate2-*
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[list[str]]:
+    """A command prefix under which ``path`` is read-only for everyone, root included: a read-only
+    bind mount in a user namespace (`unshare`); without one, and not root, the permission bits."""
+    try:
+        usable = subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
+    except FileNotFoundError:
+        usable = False
+    if usable:
+        yield ["unshare", "-rm", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(path)]
+        return
+    if os.geteuid() == 0:
+        pytest.skip("root without user namespaces: nothing can make a directory read-only for it here")
+    modes = {p: p.stat().st_mode for p in [path, *path.rglob("*")]}
+    for p in modes:
+        p.chmod(modes[p] & ~0o222)
+    try:
+        yield []
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+
+
+def test_a_read_only_run_is_refused_before_the_work(contended: Contended, tmp_path: Path) -> None:
+    """`mt plot` (default output in the run) and the CTranslate2 export made on first use."""
+    run = RunDir(shutil.copytree(contended.run, tmp_path / "run"))
+    before = files_in(run.root)
+    with read_only(run.root) as prefix:
+        result = mt("plot", "--run", str(run.root), cwd=tmp_path, prefix=prefix)
+        line = one_error_line(result, 2)
+        assert f"--output (default) {run.root}/curves.png: directory {run.root} is not writable" in line
+        args = ("Ein Hund.", "--run", str(run.root), "--engine", "ctranslate2")
+        result = mt("translate", *args, cwd=tmp_path, prefix=prefix)
+        line = one_error_line(result, 2)
+        assert f"run directory {run.root} is not writable" in line and "mt export -f ctranslate2" in line
+        assert "exporting" not in result.stderr  # refused before the export began
+    assert files_in(run.root) == before
+
+
+def test_messages_say_what_is_wrong_and_what_works(contended: Contended, tmp_path: Path) -> None:
+    run = RunDir(contended.run)
+    translate = ("translate", "Ein Hund.", "--run", str(run.root))
+    result = mt(*translate, "--ensemble", str(run.last), cwd=tmp_path)
+    line = one_error_line(result, 2)
+    assert f"{run.last} is a checkpoint file, not a run directory" in line
+    assert f"give RUN:CHECKPOINT ({run.root}:last)" in line
+    # A member whose tokenizers are not its checkpoint's: torch's message ends in a colon.
+    other = RunDir(shutil.copytree(run.root, tmp_path / "other", ignore=shutil.ignore_patterns("prepared")))
+    shutil.copy(run.root / "spm.en.model", other.root / "spm.de.model")  # 500 pieces, not 600
+    line = one_error_line(mt(*translate, "--ensemble", str(other.root), cwd=tmp_path), 2)
+    assert "size mismatch for src_embed.weight: checkpoint [600, 64], model [500, 64]" in line
+    assert not line.endswith(":")
+    # Bytes that are no checkpoint: no advice to load them with weights_only=False.
+    for name, data in (("noise.pt", os.urandom(4096)), ("text.pt", b"hello\n")):
+        (tmp_path / name).write_bytes(data)
+        result = mt(*translate, "--checkpoint", str(tmp_path / name), cwd=tmp_path)
+        line = one_error_line(result, 2)
+        assert "is damaged or truncated" in line and "weights_only" not in line
+    # A corrupt tokenizer in a run with checkpoints, where `mt train` would refuse new ones.
+    (other.root / "spm.de.model").write_bytes(b"garbage")
+    line = one_error_line(mt("translate", "Ein Hund.", "--run", str(other.root), cwd=tmp_path), 2)
+    assert "is corrupt" in line and "restore it from a copy of the run" in line and "mt train" not in line
+    # The command line's own mistakes: one `error:` line, as every other mistake.
+    for args, message in (
+        (("translate", "--beam", "abc"), "Invalid value for '--beam' / '-b'"),
+        (("translate", "--no-such-option"), "No such option: --no-such-option"),
+        (("transl",), "No such command 'transl'"),
+    ):
+        line = one_error_line(mt(*args, cwd=tmp_path), 2)
+        assert message in line and line.endswith("--help`)"), line
+
+
+def test_closed_standard_input_or_output_is_one_line(contended: Contended, tmp_path: Path) -> None:
+    run = str(contended.run)
+    result = mt("translate", "--run", run, cwd=tmp_path, closed=(0,))  # mt translate <&-
+    assert "standard input is closed; give the text as an argument or --input FILE" in one_error_line(
+        result, 2
+    )
+    result = mt("score", "--run", run, cwd=tmp_path, closed=(0,))
+    assert "standard input is closed" in one_error_line(result, 2)
+    result = mt("translate", "Ein Hund.", "--run", run, cwd=tmp_path, closed=(1,))  # >&-
+    assert "standard output is closed" in one_error_line(result, 2)
+    hypotheses = tmp_path / "hyp.en"
+    hypotheses.write_text("A dog.\n", encoding="utf-8")
+    result = mt("eval", "--hyp", str(hypotheses), "--ref", str(hypotheses), cwd=tmp_path, closed=(1,))
+    assert "standard output is closed; the scores are printed there" in one_error_line(result, 2)
+    output = tmp_path / "out.en"  # with --output, standard output is not needed
+    result = mt("translate", "Ein Hund.", "--run", run, "-o", str(output), cwd=tmp_path, closed=(1,))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(read_lines(output)) == 1

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from mt_cli.disk.files import AtomicTextOutput, check_output_path, write_json
+from mt_cli.disk.files import AtomicTextOutput, atomic_write_bytes, check_output_path, write_json
 from mt_cli.disk.reading import check_input_file
 from mt_cli.errors import InputError, RunFailure
 
@@ -110,3 +111,30 @@ def test_write_json_is_utf8_and_atomic(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "report.json"
     write_json({"text": "Grüße"}, path)
     assert path.read_text(encoding="utf-8") == '{\n  "text": "Grüße"\n}\n'
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_both_writers_give_new_files_the_umask_and_keep_a_replaced_files_mode(
+    tmp_path: Path, umask: int
+) -> None:
+    """mkstemp makes its file 0600; what lands at the target is what a shell's `>` would give."""
+
+    def text(path: Path) -> None:
+        output = AtomicTextOutput(path)
+        output.write("line\n")
+        output.commit()
+
+    def binary(path: Path) -> None:
+        atomic_write_bytes(path, lambda handle: handle.write(b"bytes"))
+
+    previous = os.umask(umask)
+    try:
+        for write in (text, binary):
+            new, kept = tmp_path / f"new-{write.__name__}", tmp_path / f"kept-{write.__name__}"
+            kept.write_bytes(b"earlier")
+            kept.chmod(0o640)
+            write(new)
+            write(kept)
+            assert (new.stat().st_mode & 0o777, kept.stat().st_mode & 0o777) == (0o666 & ~umask, 0o640)
+    finally:
+        os.umask(previous)

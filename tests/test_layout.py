@@ -20,6 +20,18 @@ def test_a_run_is_named_with_or_without_a_checkpoint(tmp_path: Path) -> None:
     assert run_and_checkpoint(str(odd)) == (odd, None)
 
 
+def test_a_checkpoint_file_alone_is_no_run_and_the_error_says_how_to_name_it(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "run" / "checkpoints" / "last.pt"
+    checkpoint.parent.mkdir(parents=True)
+    checkpoint.write_bytes(b"weights")
+    with pytest.raises(CheckpointError, match=f"give RUN:CHECKPOINT \\({tmp_path / 'run'}:last\\)"):
+        run_and_checkpoint(checkpoint)
+    loose = tmp_path / "model.pt"
+    loose.write_bytes(b"weights")
+    with pytest.raises(CheckpointError, match="is a checkpoint file, not a run directory"):
+        run_and_checkpoint(str(loose))
+
+
 def test_run_files_sit_where_the_reference_says(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
     assert run.best == tmp_path / "checkpoints" / "best.pt"

@@ -8,12 +8,14 @@ matplotlib) are imported inside the commands that need them, so ``mt --help`` st
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated
 
 import typer
 
 from mt_cli.cli import export, recipe, scoring, serve, tools, translation
 from mt_cli.cli.common import app
+from mt_cli.errors import EXIT_INTERRUPTED, EXIT_USAGE
 from mt_cli.version import __version__
 
 
@@ -51,4 +53,56 @@ ONEDNN_CACHE = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")
 
 def main() -> None:
     os.environ.setdefault(*ONEDNN_CACHE)
-    app()
+    _occupy_closed_standard_files()
+    exceptions = _click_exceptions()
+    try:
+        code = app(standalone_mode=False)
+    except exceptions.ClickException as err:
+        no_args_help = getattr(exceptions, "NoArgsIsHelpError", ())
+        if isinstance(err, no_args_help):  # `mt` alone: the help, as before
+            err.show()
+            sys.exit(err.exit_code)
+        sys.exit(_usage_error(err))
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exceptions():
+    """The module of Click's exceptions that this Typer raises (newer ones carry their own Click)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:
+        from click import exceptions
+    return exceptions
+
+
+def _usage_error(err) -> int:
+    """A mistake in the command line (unknown option, a value of the wrong type) as every other
+    mistake is shown: one line ``error: ...`` on stderr, instead of Click's usage box; exit 2."""
+    message = " ".join(err.format_message().split())
+    context = getattr(err, "ctx", None)
+    hint = f" (see `{context.command_path} --help`)" if context is not None else ""
+    typer.echo(f"error: {message}{hint}", err=True)
+    return EXIT_USAGE
+
+
+def _occupy_closed_standard_files() -> None:
+    """Put /dev/null on standard descriptors the process started without (``mt translate >&-``).
+
+    Python then has no ``sys.stdout`` (None: the commands that need it say so in one line), but
+    the descriptor number would be free, and the next file mt opens (a temporary output) would
+    get it: anything written to "standard output" by a library or a child would land in that file.
+    A closed stderr gets a stream to /dev/null, so messages go nowhere instead of failing.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process's life

@@ -1,18 +1,21 @@
 """What every command shares: the app, option types, logging to stderr and error handling.
 
 Results go to stdout, logs and progress to stderr. Every ``MtError`` becomes one line on stderr
-and its exit code (``errors.py``); Ctrl-C becomes exit 130 and a closed output pipe exit 141,
-never a traceback.
+and its exit code (``errors.py``); Ctrl-C and SIGTERM become exit 130 and a closed output pipe
+exit 141, never a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import Annotated, Any, TextIO, TypeVar, get_type_hints
 
 import typer
 from typer.models import OptionInfo
@@ -90,24 +93,96 @@ def fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: stopped as Ctrl-C stops a command (temporary outputs removed, exit 130)."""
+
+
 def user_errors(command: F) -> F:
     """Turn what can go wrong below a command into one line on stderr and a documented exit code."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
-            _check_text_arguments(command, kwargs)
-            return command(*args, **kwargs)
+            with _sigterm_interrupts():
+                _check_text_arguments(command, kwargs)
+                return command(*args, **kwargs)
         except MtError as err:
             fail(str(err), err.exit_code)
+        except Terminated:
+            fail("terminated by SIGTERM", EXIT_INTERRUPTED)
         except KeyboardInterrupt:
             fail("interrupted", EXIT_INTERRUPTED)
         except BrokenPipeError:
             # The reader went away (`mt translate ... | head`): stop quietly, as `cat` does.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            with contextlib.suppress(OSError, AttributeError, ValueError):  # stdout may be closed
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises ``Terminated`` (a KeyboardInterrupt) in this process while the command runs,
+    so that what Ctrl-C cleans up (temporary outputs, worker processes) is cleaned up for it too.
+
+    Where SIGTERM is not at its default (ignored by whoever started mt, or handled by an embedding
+    program) or this is not the main thread, nothing changes. ``mt train`` and ``mt serve`` set
+    their own handler while they train or serve. A forked child (a decoding or loader worker)
+    that inherits the handler dies by the signal, as it would have without it.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    pid = os.getpid()
+
+    def terminate(signum: int, frame: object) -> None:
+        if os.getpid() != pid:  # a forked worker: the default, death by SIGTERM
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def standard_stream(name: str, instead: str | None = None) -> TextIO:
+    """``sys.stdin`` or ``sys.stdout`` for a command that reads or writes it; an InputError that
+    says ``instead`` what to do if the process started with it closed (``mt translate <&-``,
+    ``>&-``): Python then has none."""
+    stream = getattr(sys, name)
+    if stream is None:
+        what, default = {
+            "stdin": ("input", "give the text as an argument or --input FILE"),
+            "stdout": ("output", "redirect it to a file, or give --output FILE"),
+        }[name]
+        raise InputError(f"standard {what} is closed; {instead or default}")
+    return stream
+
+
+def write_stdout(text: str) -> None:
+    """Write ``text`` to standard output and return once the system has taken every byte.
+
+    Python's buffered stdout drops the rest of a large write silently when the reader of a pipe
+    goes away midway (the system call returns a short count, not EPIPE); writing the bytes
+    ourselves until all are taken turns that into the BrokenPipeError that exits 141.
+    """
+    stdout = standard_stream("stdout")
+    try:
+        fd = stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a file (a test's capture)
+        stdout.write(text)
+        stdout.flush()
+        return
+    stdout.flush()
+    data = memoryview(text.encode(stdout.encoding or "utf-8", stdout.errors or "strict"))
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def _check_text_arguments(command: Callable, arguments: dict[str, Any]) -> None:

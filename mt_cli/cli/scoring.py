@@ -15,6 +15,7 @@ from mt_cli.cli.common import (
     DeviceOption,
     RunOption,
     option,
+    standard_stream,
     user_errors,
 )
 from mt_cli.cli.engines import (
@@ -74,6 +75,10 @@ def score(
     Output: "sum<TAB>mean" per line (--per-token adds "piece:log_prob ..."), or --json.
     """
     _check_paths(src, tgt, input_file, output_file)
+    if output_file is None:
+        standard_stream("stdout")
+    if src is None and input_file is None:
+        standard_stream("stdin", "give --src and --tgt, or --input FILE (a TSV)")
     model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
     chunks = _pair_chunks(src, tgt, input_file, buffer_size)
     output = AtomicTextOutput(output_file) if output_file is not None else None
@@ -129,8 +134,9 @@ def _pair_chunks(
     elif input_file is not None:
         pairs = _tsv(stream_file_lines(input_file), str(input_file))
     else:
-        size = 1 if sys.stdin.isatty() else buffer_size
-        return _chunks(_tsv(stream_lines(sys.stdin.buffer, "standard input"), "standard input"), size)
+        stdin = standard_stream("stdin", "give --src and --tgt, or --input FILE (a TSV)")
+        size = 1 if stdin.isatty() else buffer_size
+        return _chunks(_tsv(stream_lines(stdin.buffer, "standard input"), "standard input"), size)
     return _chunks(pairs, buffer_size)
 
 

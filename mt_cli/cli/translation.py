@@ -19,8 +19,10 @@ from mt_cli.cli.common import (
     LengthPenaltyOption,
     RunOption,
     option,
+    standard_stream,
     user_errors,
     warn,
+    write_stdout,
 )
 from mt_cli.cli.decoding import (
     AlignmentLayerOption,
@@ -122,6 +124,14 @@ def translate(
     sampling = sampling_from(sample, top_k, top_p, temperature, seed)
     if engine is not EngineKind.MT and attention is not None:
         raise InputError("--attention needs --engine mt")
+    if engine is not EngineKind.MT and align:  # before the run's export is made for nothing
+        from mt_cli.decode.ctranslate2 import NO_ALIGNMENT
+
+        raise InputError(NO_ALIGNMENT)
+    if output_file is None:
+        standard_stream("stdout")
+    if text is None and input_file is None:
+        standard_stream("stdin")
     model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
     scores = as_json or n_best > 1  # only these print a score; greedy search goes faster without
     options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang)
@@ -164,9 +174,14 @@ def _check_paths(
 
 
 def _write(sink: TextIO | AtomicTextOutput, lines: list[str], output_file: Path | None) -> None:
+    """``lines`` to the output file or stdout; every byte taken before the next batch is decoded."""
+    text = "".join(line + "\n" for line in lines)
     try:
-        sink.write("".join(line + "\n" for line in lines))
-        sink.flush()
+        if isinstance(sink, AtomicTextOutput):
+            sink.write(text)
+            sink.flush()
+        else:
+            write_stdout(text)
     except BrokenPipeError:
         raise
     except OSError as err:
@@ -183,8 +198,9 @@ def _input_chunks(
         return iter([text_lines(text) or [""]]), None
     if input_file is not None:
         return batched(stream_file_lines(input_file), buffer_size), count_lines(input_file)
-    size = 1 if sys.stdin.isatty() else buffer_size
-    return batched(stream_lines(sys.stdin.buffer, "standard input"), size), None
+    stdin = standard_stream("stdin")
+    size = 1 if stdin.isatty() else buffer_size
+    return batched(stream_lines(stdin.buffer, "standard input"), size), None
 
 
 def _plot_attention(engine: Engine, translation: Translation, path: Path, tgt_lang: str | None) -> None:
@@ -221,6 +237,7 @@ def evaluate(
     its first); with --src and --ref, --tgt-lang says which language to write."""
     from mt_cli.decode.evaluate import evaluate_run, score_files
 
+    standard_stream("stdout", "the scores are printed there: redirect it to a file")
     if hyp:
         if ref is None or src is not None:
             raise InputError("--hyp needs --ref (and no --src): it scores a file of translations")

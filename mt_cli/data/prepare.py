@@ -173,7 +173,7 @@ def prepare_corpus(
     recipe = prepared_recipe(cfg, run_root, entry)
     directory = prepared_directory(cfg, run_root, recipe)
     if directory.exists():
-        corpus = PreparedCorpus.open(directory)
+        corpus = PreparedCorpus.open(directory, (src_tok.vocab_size, tgt_tok.vocab_size))
         log(f"prepared corpus: reusing {directory} ({len(corpus):,} pairs)")
         return corpus
     what = "the training pairs" if name == "train" else name

@@ -216,8 +216,9 @@ class PreparedCorpus:
         return PreparedCorpus.open, (self.directory,)
 
     @classmethod
-    def open(cls, directory: Path) -> PreparedCorpus:
-        """The corpus in ``directory``; CheckpointError if its files do not add up (a damaged copy)."""
+    def open(cls, directory: Path, vocab_sizes: tuple[int, int] | None = None) -> PreparedCorpus:
+        """The corpus in ``directory``; CheckpointError if its files do not add up (a damaged copy)
+        or, given the (source, target) ``vocab_sizes``, if a piece id is outside its vocabulary."""
         try:
             manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
             corpus = cls(directory, manifest)
@@ -235,7 +236,23 @@ class PreparedCorpus:
                     f"prepared corpus {directory} is damaged ({side} arrays do not match its manifest); "
                     "delete it and rerun `mt prepare`"
                 )
+        if vocab_sizes is not None:
+            corpus.check_ids(dict(zip(SIDES, vocab_sizes)))
         return corpus
+
+    def check_ids(self, vocab_sizes: dict[str, int]) -> None:
+        """CheckpointError naming the file if a side holds a piece id its vocabulary lacks (a copy
+        damaged in place, the same size); one pass over the mapped ids, ~0.1 s per 100M pieces."""
+        for side in SIDES:
+            path = self.directory / f"{side}.tokens"
+            if os.path.getsize(path) == 0:
+                continue
+            largest = int(np.memmap(path, dtype=self.dtypes[side], mode="r").max())
+            if largest >= vocab_sizes[side]:
+                raise CheckpointError(
+                    f"prepared corpus file {path} is damaged (piece id {largest} in a vocabulary of "
+                    f"{vocab_sizes[side]}); delete {self.directory} and rerun `mt prepare`"
+                )
 
     def __len__(self) -> int:
         return self.manifest["pairs"]

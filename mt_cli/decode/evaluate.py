@@ -36,6 +36,8 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
 
     if len(hypotheses) != len(references):
         raise InputError(f"{len(hypotheses)} hypotheses but {len(references)} references; they must pair up")
+    if not references:  # sacreBLEU fails on an empty corpus with an IndexError
+        raise InputError("no lines to score; give at least one line and its reference")
     bleu, chrf = BLEU(), CHRF()
     return Scores(
         bleu=bleu.corpus_score(list(hypotheses), [list(references)]).score,
@@ -152,7 +154,7 @@ def score_files(hyp: Path, ref: Path) -> Scores:
 
 def paired_files(first: Path, ref: Path, option: str) -> tuple[list[str], list[str], str]:
     """(lines of ``first``, lines of ``ref``, the name of ``first``); a different number of lines
-    is an InputError that names both files and both counts."""
+    is an InputError that names both files and both counts, and so are two empty files."""
     from mt_cli.disk.reading import check_input_file, read_lines
 
     check_input_file(first, option)
@@ -160,4 +162,6 @@ def paired_files(first: Path, ref: Path, option: str) -> tuple[list[str], list[s
     lines, references = read_lines(first), read_lines(ref)
     if len(lines) != len(references):
         raise InputError(f"{first} has {len(lines)} lines but {ref} has {len(references)}; they must pair up")
+    if not references:
+        raise InputError(f"{option} {first} and --ref {ref} are empty; there is nothing to score")
     return lines, references, str(first)

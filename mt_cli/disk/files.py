@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import IO, Any, BinaryIO
 
 from mt_cli.errors import InputError, RunFailure
 
-READABLE = 0o644
+NEW_FILE = 0o666  # what open() asks for a new file; the umask takes bits away (0644 under umask 022)
 # What a failed write says, by errno; anything else gives the system's own words.
 _WRITE_REASONS = {
     errno.ENOSPC: "the disk is full; free some space",
@@ -45,6 +46,30 @@ def writing(path: Path) -> Iterator[None]:
         yield
     except OSError as err:
         raise write_failure(path, err) from None
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it where Linux says it (/proc/self/status)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (a moment in which another thread's files get 022)
+    os.umask(mask)
+    return mask
+
+
+def final_mode(path: Path) -> int:
+    """The permission bits a file written in place of ``path`` gets: those of the file it replaces,
+    or, for a new file, what ``open`` gives one (0666 less the umask), as ``>`` in a shell does.
+    mkstemp makes its temporary file private (0600); the files mt writes are shared results."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return NEW_FILE & ~_umask()
 
 
 def _temporary_next_to(path: Path) -> tuple[int, str]:
@@ -106,7 +131,7 @@ def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], Any]) -> None:
                 raise
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, READABLE)  # mkstemp makes it private; the files mt writes are shared results
+        os.chmod(tmp, final_mode(path))
         os.replace(tmp, path)
     except OSError as err:
         raise write_failure(path, err) from None
@@ -141,13 +166,21 @@ def check_output_path(path: Path, option: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"{option} {path}: directory {parent} does not exist; create it first")
-    try:  # access() says yes to root even where nothing can be made (a read-only mount, /sys): try it
-        with tempfile.TemporaryFile(dir=parent):
-            pass
+    reason = unwritable(parent)
+    if reason is not None:
+        raise InputError(f"{option} {path}: directory {parent} is not writable ({reason}); write elsewhere")
+
+
+def unwritable(directory: Path) -> str | None:
+    """Why no file can be made in ``directory`` (an existing one), or None if one can.
+
+    access() says yes to root even where nothing can be made (a read-only mount, /sys): try it.
+    """
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return None
     except OSError as err:
-        raise InputError(
-            f"{option} {path}: directory {parent} is not writable ({err.strerror or err}); write elsewhere"
-        ) from None
+        return err.strerror or str(err)
 
 
 class AtomicTextOutput:
@@ -177,6 +210,7 @@ class AtomicTextOutput:
             self.handle.flush()
             os.fsync(self.handle.fileno())
             self.handle.close()
+            os.chmod(self.tmp, final_mode(self.path))
             os.replace(self.tmp, self.path)
 
     def discard(self) -> None:

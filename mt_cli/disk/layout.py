@@ -15,8 +15,20 @@ from mt_cli.errors import CheckpointError
 def run_and_checkpoint(spec: str | Path) -> tuple[Path, str | None]:
     """``RUN`` or ``RUN:CHECKPOINT`` (``runs/b:last``, as ``--ensemble`` and ``--init-from`` take
     them) -> (run directory, checkpoint name or file, None for best.pt). A path that exists as
-    given is a run, even if it holds a colon."""
+    given is a run, even if it holds a colon; a checkpoint file alone is a CheckpointError that
+    says how to name it (its model needs the tokenizers of its run)."""
     text = str(spec)
+    if Path(text).is_file():
+        path = Path(text)
+        here = (
+            f"{path.parent.parent}:{path.stem}"
+            if path.parent.name == "checkpoints"
+            else f"RUN:{path} with the run it was trained in"
+        )
+        raise CheckpointError(
+            f"{path} is a checkpoint file, not a run directory; a checkpoint needs its run's "
+            f"tokenizers, so give RUN:CHECKPOINT ({here})"
+        )
     run, colon, checkpoint = text.rpartition(":")
     if Path(text).exists() or not colon or not run:
         return Path(text), None

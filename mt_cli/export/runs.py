@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mt_cli.disk.files import file_sha256, writing
-from mt_cli.disk.layout import ExportFiles
+from mt_cli.disk.files import file_sha256, unwritable, writing
+from mt_cli.disk.layout import ExportFiles, RunDir
+from mt_cli.errors import InputError
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
 from mt_cli.trained import load_trained, open_run
 
@@ -24,8 +25,21 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
     path = rundir.find_checkpoint(checkpoint)
     model_dir = rundir.engine_export(file_sha256(path))
     if not model_dir.is_dir():
+        _check_writable(run)
         log(f"exporting {path} to {model_dir}")
         with writing(model_dir):
             model_dir.parent.mkdir(exist_ok=True)
         export_ctranslate2(load_trained(run, str(path)), model_dir, Quantization.FLOAT32)
     return model_dir
+
+
+def _check_writable(run: Path) -> None:
+    """InputError before any work if the export cannot be kept in the run (a read-only copy)."""
+    exports = RunDir(run).exports
+    reason = unwritable(exports if exports.is_dir() else run)
+    if reason is not None:
+        raise InputError(
+            f"--engine ctranslate2 keeps its export of the checkpoint in {exports}, and run directory "
+            f"{run} is not writable ({reason}); export it elsewhere with `mt export -f ctranslate2 "
+            f"--run {run} -o DIR` and pass --run DIR"
+        )

@@ -50,8 +50,9 @@ class Tokenizer:
             processor.Load(model_file=str(path))
         except (RuntimeError, OSError) as err:
             raise CheckpointError(
-                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); "
-                "delete it and rerun `mt train`"
+                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); restore it from a copy "
+                "of the run (its checkpoints were trained with it), or, in a run without checkpoints, "
+                "delete it and rerun `mt prepare`"
             ) from None
         ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
         if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
