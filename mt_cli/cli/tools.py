@@ -130,11 +130,12 @@ def bench(
 @user_errors
 def plot(run_argument: RunArgument = None, run: RunOption = DEFAULT_RUN, output: PlotOption = None) -> None:
     """Plot training curves (loss, validation BLEU, learning rate, throughput) into one PNG."""
-    from mt_cli.tools.plots import default_plot, read_metrics
+    from mt_cli.disk.layout import RunDir
+    from mt_cli.tools.plots import read_metrics
 
     run_dir = run_from(run_argument, run)
     read_metrics(run_dir)  # a run that is not there, or has nothing to plot: said first
-    check_output_path(output or default_plot(run_dir), "--output" if output else "--output (default)")
+    check_output_path(output or RunDir(run_dir).curves, "--output" if output else "--output (default)")
     from mt_cli.tools.plots import plot_curves  # matplotlib: only once the output is known good
 
     typer.echo(f"training curves written to {plot_curves(run_dir, output)}")

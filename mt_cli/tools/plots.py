@@ -155,11 +155,6 @@ def _series(events: list[dict[str, Any]], key: str) -> tuple[list[int], list[flo
     return [s for s, _ in pairs], [v for _, v in pairs]
 
 
-def default_plot(run_dir: Path) -> Path:
-    """Where ``mt plot`` writes a run's curves without --output."""
-    return RunDir(Path(run_dir)).curves
-
-
 def plot_curves(run_dir: Path, output: Path | None = None) -> Path:
     """Training curves of a run into one PNG (default RUN/curves.png); returns the path."""
     from matplotlib.figure import Figure
