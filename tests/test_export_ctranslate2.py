@@ -104,6 +104,34 @@ def test_a_pre_norm_model_exports_exactly(trained: TrainedModel, tmp_path: Path,
     )
 
 
+def test_a_published_models_options_export_exactly(trained: TrainedModel, tmp_path: Path, sentences) -> None:
+    """What an imported Marian model has (swish, an output bias, unscaled embeddings) reaches CTranslate2."""
+    options = {"activation": "swish", "output_bias": True, "scale_embeddings": False}
+    card = dataclasses.replace(trained.card, model=dataclasses.replace(trained.card.model, **options))
+    torch.manual_seed(0)
+    model = build_model(card.model, trained.src_tok.vocab_size, trained.tgt_tok.vocab_size).eval()
+    with torch.no_grad():
+        model.output.bias.normal_(0.0, 2.0)  # large enough to change the greedy picks if dropped
+    published = TrainedModel(card, trained.src_tok, trained.tgt_tok, model)
+    engine = CTranslate2Engine(export_ctranslate2(published, tmp_path / "pub", Quantization.FLOAT32))
+    translator = Translator.of(published, "cpu", ComputeType.FLOAT32)
+    ours = translator.translate_lines(sentences[:20], beam_size=1)
+    assert engine.translate_lines(sentences[:20], beam_size=1) == ours
+    unbiased = Translator.of(
+        TrainedModel(card, trained.src_tok, trained.tgt_tok, _without_bias(model)), "cpu"
+    )
+    assert unbiased.translate_lines(sentences[:20], beam_size=1) != ours  # the bias matters here
+
+
+def _without_bias(model: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    copied = copy.deepcopy(model)
+    with torch.no_grad():
+        copied.output.bias.zero_()
+    return copied
+
+
 def test_an_existing_output_is_refused_untouched(trained: TrainedModel, tmp_path: Path) -> None:
     (tmp_path / "keep").mkdir()
     (tmp_path / "keep" / "mine.txt").write_text("mine")

@@ -76,11 +76,16 @@ def transformer_spec(trained: TrainedModel) -> TransformerSpec:
     from ctranslate2.specs import TransformerSpec, common_spec
 
     model, card = trained.model, trained.card
-    if card.model.activation not in ("relu", "gelu"):
-        raise ConfigError(f"CTranslate2 export supports relu and gelu, not {card.model.activation!r}")
-    activation = (
-        common_spec.Activation.RELU if card.model.activation == "relu" else common_spec.Activation.GELU
-    )
+    activations = {
+        "relu": common_spec.Activation.RELU,
+        "gelu": common_spec.Activation.GELU,
+        "swish": common_spec.Activation.SWISH,
+    }
+    if card.model.activation not in activations:
+        raise ConfigError(
+            f"CTranslate2 export supports {', '.join(activations)}, not {card.model.activation!r}"
+        )
+    activation = activations[card.model.activation]
     spec = TransformerSpec.from_config(
         (len(model.encoder), len(model.decoder)),
         card.model.n_heads,
@@ -99,7 +104,7 @@ def transformer_spec(trained: TrainedModel) -> TransformerSpec:
 
 
 def set_encoder(spec, model: Transformer, positions: np.ndarray) -> None:
-    set_input(spec, positions)
+    set_input(spec, positions, model.embed_scale != 1.0)
     spec.embeddings[0].weight = _array(model.src_embed.weight)
     for layer_spec, layer in zip(spec.layer, model.encoder, strict=True):
         set_encoder_layer(layer_spec, layer)
@@ -108,7 +113,7 @@ def set_encoder(spec, model: Transformer, positions: np.ndarray) -> None:
 
 
 def set_decoder(spec, model: Transformer, positions: np.ndarray) -> None:
-    set_input(spec, positions)
+    set_input(spec, positions, model.embed_scale != 1.0)
     spec.embeddings.weight = _array(model.tgt_embed.weight)
     # Tied: the same array object, which CTranslate2's optimize() aliases and stores once.
     spec.projection.weight = (
@@ -116,14 +121,16 @@ def set_decoder(spec, model: Transformer, positions: np.ndarray) -> None:
         if model.output.weight is model.tgt_embed.weight
         else _array(model.output.weight)
     )
+    if model.output.bias is not None:  # Marian's final_logits_bias
+        spec.projection.bias = _array(model.output.bias)
     for layer_spec, layer in zip(spec.layer, model.decoder, strict=True):
         set_decoder_layer(layer_spec, layer)
     if isinstance(model.decoder_norm, nn.LayerNorm):
         set_layer_norm(spec.layer_norm, model.decoder_norm)
 
 
-def set_input(spec, positions: np.ndarray) -> None:
-    spec.scale_embeddings = True  # mt multiplies embeddings by sqrt(d_model), as CTranslate2 does
+def set_input(spec, positions: np.ndarray, scaled: bool) -> None:
+    spec.scale_embeddings = scaled  # by sqrt(d_model), as mt does unless model.scale_embeddings is off
     spec.position_encodings.encodings = positions
 
 

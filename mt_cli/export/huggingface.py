@@ -19,7 +19,7 @@ What makes the export decode exactly like mt (float32 greedy: token for token):
 * mt's fused self-attention ``qkv`` (3D, D) and cross-attention ``kv`` (2D, D) are split into
   Marian's q/k/v projections; both lay out each part head by head, so the split is all it takes.
 * Embeddings are scaled by sqrt(D) (``scale_embedding``), LayerNorms use PyTorch's eps 1e-5 in
-  both, and ``final_logits_bias`` is zero (mt's output projection has no bias).
+  both, and ``final_logits_bias`` is mt's output bias (zero for a model without one).
 * Ids: vocab.json/target_vocab.json map every SentencePiece piece to its own id, so Marian's
   ids are mt's (pad 0, unk 1, <s> 2, </s> 3). mt starts decoding with <s> (Marian: with pad),
   so ``decoder_start_token_id`` is 2; MarianTokenizer appends </s> to a source as mt does.
@@ -128,7 +128,7 @@ def marian_config(card: ModelCard, model: Transformer) -> MarianConfig:
         dropout=cfg.dropout,
         attention_dropout=cfg.attention_dropout,
         activation_dropout=cfg.activation_dropout,
-        scale_embedding=True,
+        scale_embedding=cfg.scale_embeddings,
         pad_token_id=PAD_ID,
         bos_token_id=BOS_ID,
         eos_token_id=EOS_ID,
@@ -174,7 +174,11 @@ def embedding_weights(model: Transformer, perm: Tensor) -> Weights:
         "model.encoder.embed_tokens.weight": src,
         "model.decoder.embed_tokens.weight": tgt,
         "lm_head.weight": output,  # (V, D)
-        "final_logits_bias": torch.zeros(1, model.tgt_vocab_size),  # (1, V)
+        "final_logits_bias": (  # (1, V)
+            torch.zeros(1, model.tgt_vocab_size)
+            if model.output.bias is None
+            else model.output.bias.detach().float().reshape(1, -1).clone()
+        ),
     }
     if model.tgt_embed is model.src_embed:
         weights["model.shared.weight"] = src
