@@ -92,7 +92,8 @@ _OWN_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver"
 def processes_left(root: int) -> dict[int, str]:
     """Every live process below ``root`` (pid: command line): its descendants by parent pid, and
     any process whose environment carries ``SUITE_MARK=root`` (one whose parent died was handed
-    to init and is no descendant any more), but multiprocessing's own helpers."""
+    to init and is no descendant any more). Not multiprocessing's own helpers, nor forks of
+    ``root`` itself (decoding workers of an engine in this process: they die with it)."""
     stats = {
         int(entry.name): _stat(int(entry.name)) for entry in Path("/proc").iterdir() if entry.name.isdigit()
     }
@@ -106,7 +107,12 @@ def processes_left(root: int) -> dict[int, str]:
     below |= {pid for pid in live if _marked(pid, mark)}
     below.discard(root)
     found = {pid: command_line(pid) for pid in below if pid in live}
-    return {pid: line for pid, line in found.items() if not any(name in line for name in _OWN_HELPERS)}
+    own = command_line(root)
+    return {
+        pid: line
+        for pid, line in found.items()
+        if not any(name in line for name in _OWN_HELPERS) and not (live[pid] == root and line == own)
+    }
 
 
 def wait_until(condition: Any, seconds: float = 30.0) -> bool:
