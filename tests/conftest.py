@@ -1,16 +1,27 @@
-"""Shared fixtures: the Multi30k copy that ships with mt and small tokenizers trained on it.
+"""Shared fixtures: the Multi30k copy that ships with mt and small tokenizers trained on it,
+trained runs, child processes started as a terminal starts them; helpers.py holds the shared
+functions that are not fixtures.
 
 No test depends on the environment: MT_DATA_DIR is removed for every test (the tests about
 that variable set it themselves), so the suite reads the shipped corpus from any directory.
+Nor on how the suite was started: a child that a test interrupts gets SIGINT at its default even
+when pytest runs in the background with SIGINT ignored (``spawn``), and the suite fails if it
+leaves a process running when it ends.
 """
 
 from __future__ import annotations
 
+import gc
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers import SUITE_MARK, end_group, processes_left, start_child, wait_until
 
 from mt_cli.config.sections import Config, TokenizerConfig
 from mt_cli.disk.reading import read_lines
@@ -26,6 +37,44 @@ if TYPE_CHECKING:
 
 SMALL_VOCAB = 500
 SMALL_PAIRS = 3000
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_outlives_the_suite() -> Iterator[None]:
+    """When the session ends, every process it started has ended: any left (by parent pid, or
+    by the mark every child inherits in its environment, for one whose parent is gone) is killed
+    and named, and the session fails."""
+    os.environ[SUITE_MARK] = str(os.getpid())
+    yield
+    gc.collect()  # a dropped engine stops its decoding workers once it is collected
+    me = os.getpid()
+    wait_until(lambda: not processes_left(me), seconds=15)  # some are still on their way out
+    left = processes_left(me)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    del os.environ[SUITE_MARK]
+    if left:
+        named = "\n".join(f"  {pid}: {line}" for pid, line in sorted(left.items()))
+        pytest.fail(f"the suite left {len(left)} processes running (killed now):\n{named}", pytrace=False)
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
+    """``spawn(command, **popen)``: a child started as a terminal starts it, SIGINT at its default
+    and in a process group of its own (helpers.start_child); when the test ends, passed or failed,
+    that group is killed, so nothing it started outlives the test."""
+    started: list[subprocess.Popen] = []
+
+    def start(command: list[str], **popen: Any) -> subprocess.Popen:
+        started.append(start_child(command, **popen))
+        return started[-1]
+
+    yield start
+    for process in started:
+        end_group(process)
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_ensemble import other_model
-from test_search import random_model, random_sources
+from helpers import other_model, random_model, random_sources
 
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.alignment import attention_matrix, cross_attention, pharaoh, piece_to_word, word_alignment

@@ -141,8 +141,8 @@ def test_translate_a_file_and_a_pipe(cli_run, workdir: Path) -> None:
     assert piped.returncode == 0 and piped.stdout.splitlines() == lines
 
 
-def test_translate_streams_each_line_before_the_input_ends(cli_run, workdir: Path) -> None:
-    proc = subprocess.Popen(
+def test_translate_streams_each_line_before_the_input_ends(cli_run, workdir: Path, spawn) -> None:
+    proc = spawn(
         [sys.executable, "-m", "mt_cli", "translate", "--run", str(cli_run[0]), "--buffer-size", "1"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -233,10 +233,10 @@ def test_outputs_are_checked_before_decoding_and_nothing_is_lost(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.de", "out.en"]  # no temporary file left behind
 
 
-def test_ctrl_c_while_translating_keeps_the_old_output(cli_run, workdir: Path, tmp_path: Path) -> None:
+def test_ctrl_c_while_translating_keeps_the_old_output(cli_run, workdir: Path, tmp_path: Path, spawn) -> None:
     kept = tmp_path / "out.en"
     kept.write_text("earlier work\n", encoding="utf-8")
-    proc = subprocess.Popen(
+    proc = spawn(
         [
             sys.executable,
             "-m",

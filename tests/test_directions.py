@@ -20,7 +20,7 @@ import pytest
 from conftest import CONFIGS, quiet
 from conftest import MANY_TO_ENGLISH_SLICES as SLICES
 from conftest import MANY_TO_ENGLISH_SOURCES as SOURCES
-from test_serve import start_server
+from helpers import start_server
 
 from mt_cli.api import load
 from mt_cli.config.recipe import load_config

@@ -5,33 +5,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_sampling import sample
-from test_search import VOCAB, random_model, random_sources
+from helpers import VOCAB, other_model, random_model, random_sources, sample
 
-from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.ensemble import Ensemble
 from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.scoring import force_decode
 from mt_cli.decode.search import beam_search, greedy_search
-from mt_cli.model.transformer import Transformer, build_model
 from mt_cli.specials import BOS_ID, EOS_ID
-
-
-def other_model(seed: int = 10, vocab: int = VOCAB) -> Transformer:
-    """A different architecture on the same vocabulary: wider, deeper decoder, pre-norm."""
-    torch.manual_seed(seed)
-    cfg = ModelConfig(
-        d_model=48,
-        n_heads=6,
-        d_ff=96,
-        encoder_layers=1,
-        decoder_layers=3,
-        dropout=0.0,
-        max_positions=48,
-        norm_first=True,
-    )
-    return build_model(cfg, vocab, vocab).eval()
 
 
 def test_a_model_ensembled_with_itself_is_the_model() -> None:

@@ -190,7 +190,7 @@ def test_a_damaged_corpus_is_refused(tiny_corpus: TinyCorpus) -> None:
 
 
 def test_ctrl_c_in_mt_prepare_leaves_nothing_to_reuse_and_a_rerun_starts_clean(
-    tmp_path: Path, data_dir
+    tmp_path: Path, data_dir, spawn
 ) -> None:
     # 290,000 pairs (Multi30k ten times over): encoding takes seconds, time enough to interrupt it.
     for lang in ("de", "en"):
@@ -207,7 +207,7 @@ def test_ctrl_c_in_mt_prepare_leaves_nothing_to_reuse_and_a_rerun_starts_clean(
     ]
     command = [sys.executable, "-m", "mt_cli", "prepare", "--config", "tiny", "--run", str(run)]
     command += [arg for item in sets for arg in ("--set", item)]
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = spawn(command, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     seen = []
     while proc.poll() is None and not any("encoding the training pairs" in line for line in seen):
         seen.append(proc.stderr.readline())

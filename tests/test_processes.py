@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.sampling import Sampling
@@ -34,15 +35,6 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
-
-
-def wait_until(condition, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def small_batches(translator: Translator, processes: int) -> Translator:
@@ -124,8 +116,10 @@ while True:
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill"])
-def test_workers_end_with_their_parent(trained_run: Path, data_dir: Path, stop: signal.Signals) -> None:
-    proc = subprocess.Popen(
+def test_workers_end_with_their_parent(
+    trained_run: Path, data_dir: Path, stop: signal.Signals, spawn
+) -> None:
+    proc = spawn(
         [sys.executable, "-c", textwrap.dedent(SCRIPT), str(trained_run), str(data_dir / "val.de.gz")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -7,19 +7,13 @@ import math
 
 import pytest
 import torch
-from test_search import random_model, random_sources
+from helpers import random_model, random_sources, sample
 
 from mt_cli.data.batch import pad_sources
-from mt_cli.decode.hypotheses import Decoder, Found
-from mt_cli.decode.sampling import Sampling, draw, line_seed, sample_search, truncated_distribution
+from mt_cli.decode.sampling import Sampling, draw, line_seed, truncated_distribution
 from mt_cli.decode.scoring import force_decode
 from mt_cli.decode.search import greedy_search
 from mt_cli.errors import InputError
-
-
-def sample(model: Decoder, sources: list[list[int]], how: Sampling, seeds: list[int]) -> list[Found]:
-    src, src_mask = pad_sources(sources)
-    return sample_search(model, src, src_mask, 1.5, 6, how, seeds)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_search import VOCAB, random_model, random_sources
+from helpers import VOCAB, random_model, random_sources
 
 from mt_cli.data.batch import collate, pad_sources, target_ids
 from mt_cli.decode.hypotheses import Decoder

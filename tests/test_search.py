@@ -4,30 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import random_model, random_sources
 
-from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, pad_sources
 from mt_cli.decode.alignment import cross_attention
 from mt_cli.decode.hypotheses import length_penalty, max_output_lengths
 from mt_cli.decode.search import beam_search, greedy_search, one_per_row
-from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.model.transformer import Transformer
 from mt_cli.specials import BOS_ID, EOS_ID
-
-VOCAB = 40
-
-
-def random_model(seed: int = 0) -> Transformer:
-    torch.manual_seed(seed)
-    cfg = ModelConfig(
-        d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=64
-    )
-    return build_model(cfg, VOCAB, VOCAB).eval()
-
-
-def random_sources(n: int, seed: int = 1) -> list[list[int]]:
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, 12, (n,), generator=g).tolist()
-    return [torch.randint(4, VOCAB, (length,), generator=g).tolist() + [EOS_ID] for length in lengths]
 
 
 def naive_greedy(model: Transformer, source: list[int], limit: int) -> list[int]:

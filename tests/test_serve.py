@@ -17,64 +17,19 @@ import json
 import re
 import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 import urllib.error
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
+from helpers import ServeProcess, sentences_of_one_length, start_server
 from libretranslatepy import LibreTranslateAPI
 
-from mt_cli.disk.reading import read_lines
-from mt_cli.disk.resources import SHIPPED_MULTI30K
-
-READY = re.compile(r"^mt serve: .* at (http://\S+)")
 MAX_CHARS = 400
 KEYS = ["k-one", "k-two"]
 SENTENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine Frau liest ein Buch."]
-
-
-@dataclass
-class ServeProcess:
-    """A running `mt serve` and everything it wrote to stderr."""
-
-    process: subprocess.Popen[str]
-    url: str = ""
-    stderr: list[str] = field(default_factory=list)
-
-    def stop(self, timeout: float = 60) -> int:
-        """SIGTERM, then its exit code once it has finished."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout)
-
-
-def start_server(run: Path, *options: str, timeout: float = 120) -> ServeProcess:
-    """`mt serve` on a free port (--port 0), once its startup line names the URL."""
-    command = [sys.executable, "-m", "mt_cli", "serve", "--run", str(run), "--port", "0", "--device", "cpu"]
-    process = subprocess.Popen(
-        [*command, *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    server, ready = ServeProcess(process), threading.Event()
-
-    def read_stderr() -> None:  # read to the end, so a chatty server never blocks on a full pipe
-        for line in process.stderr:  # type: ignore[union-attr]
-            server.stderr.append(line)
-            if match := READY.match(line):
-                server.url = match.group(1)
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read_stderr, daemon=True).start()
-    if not ready.wait(timeout) or not server.url:
-        process.kill()
-        pytest.fail(f"mt serve did not start:\n{''.join(server.stderr)}")
-    return server
 
 
 @pytest.fixture(scope="module")
@@ -87,15 +42,6 @@ def translator(trained_run: Path):
 @pytest.fixture(scope="module")
 def same_length(translator) -> list[str]:
     return sentences_of_one_length(translator)
-
-
-def sentences_of_one_length(translator) -> list[str]:
-    """16 test2016 sentences of one source length (in pieces), the most common one."""
-    sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
-    by_length = collections.defaultdict(list)
-    for sentence, ids in zip(sources, translator.encode_sources(sources, lambda message: None)):
-        by_length[len(ids)].append(sentence)
-    return max(by_length.values(), key=len)[:16]
 
 
 @pytest.fixture(scope="module")
@@ -280,27 +226,30 @@ def test_sigterm_answers_every_accepted_request_then_exits_0(trained_run, transl
     expected = dict(zip(same_length, translator.translate_lines(same_length)))
     requests = [[same_length[(i + j) % len(same_length)] for j in range(8)] for i in range(24)]
     running = start_server(trained_run)
+    try:
 
-    async def scenario() -> tuple[list[httpx.Response], int]:
-        async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=64)) as http:
-            body = {"source": "de", "target": "en"}
-            posts = [
-                asyncio.ensure_future(http.post(f"{running.url}/translate", json={"q": q, **body}))
-                for q in requests
-            ]
-            pending = await _wait_until_accepted(running.url, len(requests))
-            running.process.send_signal(signal.SIGTERM)
-            return await asyncio.gather(*posts), pending
+        async def scenario() -> tuple[list[httpx.Response], int]:
+            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=64)) as http:
+                body = {"source": "de", "target": "en"}
+                posts = [
+                    asyncio.ensure_future(http.post(f"{running.url}/translate", json={"q": q, **body}))
+                    for q in requests
+                ]
+                pending = await _wait_until_accepted(running.url, len(requests))
+                running.process.send_signal(signal.SIGTERM)
+                return await asyncio.gather(*posts), pending
 
-    answers, pending_at_sigterm = asyncio.run(scenario())
-    assert pending_at_sigterm > 0, "every request was answered before SIGTERM: the test proved nothing"
-    assert [response.status_code for response in answers] == [200] * len(requests)
-    assert [response.json()["translatedText"] for response in answers] == [
-        [expected[line] for line in q] for q in requests
-    ]
-    assert running.process.wait(60) == 0
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{running.url}/health")
+        answers, pending_at_sigterm = asyncio.run(scenario())
+        assert pending_at_sigterm > 0, "every request was answered before SIGTERM: the test proved nothing"
+        assert [response.status_code for response in answers] == [200] * len(requests)
+        assert [response.json()["translatedText"] for response in answers] == [
+            [expected[line] for line in q] for q in requests
+        ]
+        assert running.process.wait(60) == 0
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{running.url}/health")
+    finally:
+        running.kill()  # a no-op once it has exited; else a failed test leaves no server behind
     assert "Traceback" not in "".join(running.stderr)
 
 

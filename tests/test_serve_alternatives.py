@@ -14,8 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from test_serve import ServeProcess, sentences_of_one_length, start_server
-from test_serve_app import _in_process
+from helpers import (
+    ServeProcess,
+    check_alternatives,
+    in_process,
+    n_best_rows,
+    sentences_of_one_length,
+    start_server,
+)
 
 from mt_cli.decode.results import Hypothesis, TranslateOptions, Translation
 from mt_cli.serve.app import Settings, create_app
@@ -132,7 +138,7 @@ def test_concurrent_requests_are_batched_with_those_of_the_same_alternatives() -
         posts = [http.post("/translate", json={"q": q, **PAIR, "alternatives": n}) for q, n in asks]
         return await asyncio.gather(*posts)
 
-    answers = asyncio.run(_in_process(app, scenario))
+    answers = asyncio.run(in_process(app, scenario))
     assert [answer.json() for answer in answers] == [
         {"translatedText": "A"},
         {"translatedText": "B", "alternatives": ["B 1", "B 2"]},
@@ -148,45 +154,6 @@ def test_concurrent_requests_are_batched_with_those_of_the_same_alternatives() -
 
 
 # --- for real: `mt serve` over a trained run, compared with `mt translate --n-best` ---
-
-BEAM = 4  # max(the tiny recipe's beam 3, 3 alternatives + 1)
-
-
-def n_best_rows(run: Path, lines: list[str], folder: Path, *options: str) -> dict[str, list[str]]:
-    """Each line's hypotheses, best first, as `mt translate --n-best 4 --beam 4` prints them."""
-    (folder / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    command = [sys.executable, "-m", "mt_cli", "translate", "--run", str(run), "--device", "cpu", *options]
-    command += ["--n-best", "4", "--beam", str(BEAM), "-i", str(folder / "in.de")]
-    printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    rows: list[list[str]] = [[] for _ in lines]
-    for row in printed.splitlines():
-        number, text, _ = row.split(" ||| ")
-        rows[int(number)].append(text)
-    return dict(zip(lines, rows))
-
-
-def check_alternatives(url: str, rows: dict[str, list[str]]) -> None:
-    """Three alternatives per text, each `mt translate --n-best 4` rows 2 to 4 of its line, for a
-    string q (JSON and form), a list q and a text of several lines."""
-    lines = list(rows)
-    for hyps in rows.values():  # else the comparison below would prove less than it says
-        assert len(hyps) == 4 and len(set(hyps)) == 4, hyps
-    with httpx.Client(timeout=60) as http:
-        for line in lines:
-            one = http.post(f"{url}/translate", json={"q": line, **PAIR, "alternatives": 3}).json()
-            assert one == {"translatedText": rows[line][0], "alternatives": rows[line][1:]}
-            form = http.post(f"{url}/translate", data={"q": line, **PAIR, "alternatives": "3"}).json()
-            assert form == one
-        listed = http.post(f"{url}/translate", json={"q": lines, **PAIR, "alternatives": 3}).json()
-        assert listed == {
-            "translatedText": [rows[line][0] for line in lines],
-            "alternatives": [rows[line][1:] for line in lines],
-        }
-        text = http.post(f"{url}/translate", json={"q": "\n".join(lines), **PAIR, "alternatives": 3}).json()
-        assert text == {
-            "translatedText": "\n".join(rows[line][0] for line in lines),
-            "alternatives": ["\n".join(rows[line][k] for line in lines) for k in (1, 2, 3)],
-        }
 
 
 @pytest.fixture(scope="module")

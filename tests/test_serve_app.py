@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from helpers import in_process
 
 from mt_cli.serve import api
 from mt_cli.serve.app import Settings, create_app
@@ -37,14 +38,6 @@ class BrokenEngine:
         return [line.upper() for line in lines]
 
 
-async def _in_process(app: Any, scenario: Any) -> Any:
-    """``scenario(http)`` against ``app`` with its startup and shutdown run."""
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://app", timeout=10) as http:
-            return await scenario(http)
-
-
 def test_an_engine_failure_fails_its_request_alone_and_logs_one_line(caplog) -> None:
     engine = BrokenEngine()
     app = create_app(engine, Settings(batch_wait_ms=100))
@@ -54,7 +47,7 @@ def test_an_engine_failure_fails_its_request_alone_and_logs_one_line(caplog) -> 
         return await asyncio.gather(*posts)
 
     with caplog.at_level(logging.WARNING):
-        good, failed, other = asyncio.run(_in_process(app, scenario))
+        good, failed, other = asyncio.run(in_process(app, scenario))
     assert engine.calls[0] == ["hund", "boom", "katze", "maus"]  # all three shared one batch
     assert (good.status_code, good.json()) == (200, {"translatedText": "HUND"})
     assert (other.status_code, other.json()) == (200, {"translatedText": "KATZE\nMAUS"})
@@ -89,7 +82,7 @@ def test_past_limit_concurrency_a_request_gets_503_json() -> None:
         engine.gate.set()
         return await held, refused
 
-    held, refused = asyncio.run(_in_process(app, scenario))
+    held, refused = asyncio.run(in_process(app, scenario))
     assert held.json() == {"translatedText": "HUND"}
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
     assert "--limit-concurrency" in refused.json()["error"]
@@ -109,7 +102,7 @@ def test_a_body_that_stalls_past_the_read_timeout_gets_408() -> None:
         arrived, never = asyncio.Event(), asyncio.Event()
         return await http.post("/translate", content=_stalled_body(arrived, never))
 
-    answer = asyncio.run(_in_process(app, scenario))
+    answer = asyncio.run(in_process(app, scenario))
     assert answer.status_code == 408 and answer.headers["connection"] == "close"
     assert answer.json() == {"error": "the request body did not arrive within 0.3 s"}
 
@@ -125,7 +118,7 @@ def test_a_stop_answers_503_to_bodies_still_arriving_and_to_new_requests() -> No
         late = await http.post("/translate", json={"q": "hund", **PAIR})
         return await asyncio.wait_for(stalled, 2), late
 
-    stalled, late = asyncio.run(_in_process(app, scenario))
+    stalled, late = asyncio.run(in_process(app, scenario))
     assert stalled.status_code == 503 and stalled.json() == {
         "error": "the server is stopping; send the request again"
     }

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_serve import ServeProcess, start_server
+from helpers import ServeProcess, start_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_serve import ServeProcess, start_server
-from test_serve_hostile import address, raw_post
+from helpers import ServeProcess, address, raw_post, start_server
 
 GRACE_S = 4.0
 BODY = b'{"q": "Ein Hund.", "source": "de", "target": "en"}'
@@ -109,16 +108,19 @@ def test_a_client_that_hangs_up_mid_body_leaves_no_traceback(strict) -> None:
 
 def test_sigterm_with_a_client_stalled_mid_body_exits_0_within_the_grace_period(trained_run: Path) -> None:
     running = start_server(trained_run, "--timeout-graceful-shutdown", str(GRACE_S), "--timeout-read", "60")
-    with _connect(running) as stalled, _connect(running) as idle, _connect(running) as half:
-        stalled.sendall(raw_post("/translate", BODY[:10], length=100))  # headers say 100 bytes, 10 come
-        half.sendall(b"POST /translate HTTP/1.1\r\nHost: mt\r\n")
-        time.sleep(0.3)
-        started = time.monotonic()
-        running.process.send_signal(signal.SIGTERM)
-        code = running.process.wait(GRACE_S + 5)
-        elapsed = time.monotonic() - started
-        answer = _read_all(stalled)
-        assert _read_all(idle) == b"" and _read_all(half) == b""
+    try:
+        with _connect(running) as stalled, _connect(running) as idle, _connect(running) as half:
+            stalled.sendall(raw_post("/translate", BODY[:10], length=100))  # headers say 100 bytes, 10 come
+            half.sendall(b"POST /translate HTTP/1.1\r\nHost: mt\r\n")
+            time.sleep(0.3)
+            started = time.monotonic()
+            running.process.send_signal(signal.SIGTERM)
+            code = running.process.wait(GRACE_S + 5)
+            elapsed = time.monotonic() - started
+            answer = _read_all(stalled)
+            assert _read_all(idle) == b"" and _read_all(half) == b""
+    finally:
+        running.kill()  # a no-op once it has exited; else a failed test leaves no server behind
     assert code == 0 and elapsed < GRACE_S, elapsed
     assert _status_and_json(answer) == (503, {"error": "the server is stopping; send the request again"})
     assert "Traceback" not in "".join(running.stderr)

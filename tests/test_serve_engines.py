@@ -9,8 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_serve import start_server
-from test_serve_alternatives import check_alternatives, n_best_rows
+from helpers import check_alternatives, n_best_rows, start_server
 
 PAIR = {"source": "de", "target": "en"}
 
@@ -18,7 +17,7 @@ PAIR = {"source": "de", "target": "en"}
 @pytest.fixture(scope="module")
 def sentences(trained_run: Path) -> list[str]:
     """Three test2016 sentences of one source length: they decode the same in any batch."""
-    from test_serve import sentences_of_one_length
+    from helpers import sentences_of_one_length
 
     from mt_cli.decode.translator import Translator
 

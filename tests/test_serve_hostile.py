@@ -16,11 +16,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from test_serve import ServeProcess, sentences_of_one_length, start_server
+from helpers import ServeProcess, address, raw_post, sentences_of_one_length, start_server
 
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -175,14 +174,3 @@ def test_a_client_that_hangs_up_has_its_queued_lines_dropped_undecoded(hostile) 
     assert after["droppedLines"] - before["droppedLines"] == 7
     assert after["lines"] - before["lines"] == REQUEST_LINES  # the busy request's, not one more
     assert "Traceback" not in "".join(hostile.stderr) and "ClientDisconnect" not in "".join(hostile.stderr)
-
-
-def address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    return parts.hostname or "127.0.0.1", parts.port or 80
-
-
-def raw_post(path: str, body: bytes, length: int | None = None) -> bytes:
-    """A raw HTTP/1.1 POST of a JSON body; ``length`` may claim more bytes than ``body`` has."""
-    head = f"POST {path} HTTP/1.1\r\nHost: mt\r\nContent-Type: application/json\r\n"
-    return f"{head}Content-Length: {len(body) if length is None else length}\r\n\r\n".encode() + body

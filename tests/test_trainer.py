@@ -241,7 +241,7 @@ def test_a_second_fresh_start_in_a_run_directory_is_refused(tiny_config_path, ti
     assert last.read_bytes() == before
 
 
-def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir) -> None:
+def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir, spawn) -> None:
     # With a loader process and BPE-dropout: Ctrl-C reaches the worker too, and must cost nothing.
     run_dir = tmp_path / "run"
     args = [
@@ -261,7 +261,7 @@ def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir) -> None:
         "--set",
         "tokenizer.src_bpe_dropout=0.1",
     ]
-    proc = subprocess.Popen(
+    proc = spawn(
         [sys.executable, "-m", "mt_cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,0 +1,304 @@
+"""What more than one test module uses, other than fixtures (those are in conftest.py): child
+processes started and ended as a terminal would, random models for the search tests, and a
+`mt serve` process with the requests the serve tests send it. Test modules import from here
+(``from helpers import ...``), never from one another.
+
+Heavy imports (torch, the model) are made inside the functions that need them: conftest imports
+this module in every session, including those that never build a model.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
+
+if TYPE_CHECKING:
+    from mt_cli.decode.hypotheses import Decoder, Found
+    from mt_cli.decode.sampling import Sampling
+    from mt_cli.model.transformer import Transformer
+
+# --- child processes -------------------------------------------------------------------------
+
+SUITE_MARK = "MT_TESTS_SUITE_PID"  # in the environment of every process the suite starts
+
+
+def sigint_at_its_default() -> None:
+    """In the child, before exec: SIGINT back at its default, so Python installs its own handler
+    and Ctrl-C is a KeyboardInterrupt. A job started in the background (``nohup``, ``&``, a CI
+    runner) starts with SIGINT ignored, and a child inherits that: it would never see the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_child(command: Sequence[str], **popen: Any) -> subprocess.Popen:
+    """``command`` as a terminal starts it: SIGINT at its default, in a process group of its own
+    (the group holds whatever it starts, decoding workers included; :func:`end_group` ends it)."""
+    return subprocess.Popen(command, start_new_session=True, preexec_fn=sigint_at_its_default, **popen)
+
+
+def end_group(process: subprocess.Popen) -> None:
+    """SIGKILL the process group ``process`` leads (whatever of it is left, even once the leader
+    has exited), then reap the leader."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of ``pid`` from /proc, or None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # the name in parentheses may hold spaces
+    return fields[0], int(fields[1])
+
+
+def _marked(pid: int, mark: bytes) -> bool:
+    try:
+        return mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except (FileNotFoundError, PermissionError, ProcessLookupError):
+        return False
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return "?"
+
+
+# Helpers multiprocessing starts in the pytest process itself; they end with it.
+_OWN_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def processes_left(root: int) -> dict[int, str]:
+    """Every live process below ``root`` (pid: command line): its descendants by parent pid, and
+    any process whose environment carries ``SUITE_MARK=root`` (one whose parent died was handed
+    to init and is no descendant any more). Not multiprocessing's own helpers, nor forks of
+    ``root`` itself (decoding workers of an engine in this process: they die with it)."""
+    stats = {
+        int(entry.name): _stat(int(entry.name)) for entry in Path("/proc").iterdir() if entry.name.isdigit()
+    }
+    live = {pid: stat[1] for pid, stat in stats.items() if stat is not None and stat[0] != "Z"}
+    below, grew = {root}, True
+    while grew:
+        more = {pid for pid, parent in live.items() if parent in below} - below
+        below |= more
+        grew = bool(more)
+    mark = f"{SUITE_MARK}={root}".encode()
+    below |= {pid for pid in live if _marked(pid, mark)}
+    below.discard(root)
+    found = {pid: command_line(pid) for pid in below if pid in live}
+    own = command_line(root)
+    return {
+        pid: line
+        for pid, line in found.items()
+        if not any(name in line for name in _OWN_HELPERS) and not (live[pid] == root and line == own)
+    }
+
+
+def wait_until(condition: Any, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+# --- random models for the search, sampling, scoring, ensemble and alignment tests ------------
+
+VOCAB = 40
+
+
+def random_model(seed: int = 0) -> Transformer:
+    import torch
+
+    from mt_cli.config.sections import ModelConfig
+    from mt_cli.model.transformer import build_model
+
+    torch.manual_seed(seed)
+    cfg = ModelConfig(
+        d_model=32, n_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, dropout=0.0, max_positions=64
+    )
+    return build_model(cfg, VOCAB, VOCAB).eval()
+
+
+def other_model(seed: int = 10, vocab: int = VOCAB) -> Transformer:
+    """A different architecture on the same vocabulary: wider, deeper decoder, pre-norm."""
+    import torch
+
+    from mt_cli.config.sections import ModelConfig
+    from mt_cli.model.transformer import build_model
+
+    torch.manual_seed(seed)
+    cfg = ModelConfig(
+        d_model=48,
+        n_heads=6,
+        d_ff=96,
+        encoder_layers=1,
+        decoder_layers=3,
+        dropout=0.0,
+        max_positions=48,
+        norm_first=True,
+    )
+    return build_model(cfg, vocab, vocab).eval()
+
+
+def random_sources(n: int, seed: int = 1) -> list[list[int]]:
+    import torch
+
+    from mt_cli.specials import EOS_ID
+
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 12, (n,), generator=g).tolist()
+    return [torch.randint(4, VOCAB, (length,), generator=g).tolist() + [EOS_ID] for length in lengths]
+
+
+def sample(model: Decoder, sources: list[list[int]], how: Sampling, seeds: list[int]) -> list[Found]:
+    from mt_cli.data.batch import pad_sources
+    from mt_cli.decode.sampling import sample_search
+
+    src, src_mask = pad_sources(sources)
+    return sample_search(model, src, src_mask, 1.5, 6, how, seeds)
+
+
+# --- `mt serve` as a process, and what is sent to it -----------------------------------------
+
+READY = re.compile(r"^mt serve: .* at (http://\S+)")
+PAIR = {"source": "de", "target": "en"}
+
+
+@dataclass
+class ServeProcess:
+    """A running `mt serve` and everything it wrote to stderr."""
+
+    process: subprocess.Popen[str]
+    url: str = ""
+    stderr: list[str] = field(default_factory=list)
+
+    def stop(self, timeout: float = 60) -> int:
+        """SIGTERM, then its exit code once it has finished; killed (with all it started) if it
+        has not finished within ``timeout``."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+
+    def kill(self) -> None:
+        """SIGKILL it and whatever it started (a test that failed half-way)."""
+        end_group(self.process)
+
+
+def start_server(run: Path, *options: str, timeout: float = 120) -> ServeProcess:
+    """`mt serve` on a free port (--port 0), once its startup line names the URL."""
+    command = [sys.executable, "-m", "mt_cli", "serve", "--run", str(run), "--port", "0", "--device", "cpu"]
+    process = start_child([*command, *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server, ready = ServeProcess(process), threading.Event()
+
+    def read_stderr() -> None:  # read to the end, so a chatty server never blocks on a full pipe
+        for line in process.stderr:  # type: ignore[union-attr]
+            server.stderr.append(line)
+            if match := READY.match(line):
+                server.url = match.group(1)
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read_stderr, daemon=True).start()
+    if not ready.wait(timeout) or not server.url:
+        server.kill()
+        pytest.fail(f"mt serve did not start:\n{''.join(server.stderr)}")
+    return server
+
+
+def sentences_of_one_length(translator: Any) -> list[str]:
+    """16 test2016 sentences of one source length (in pieces), the most common one."""
+    sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
+    by_length = collections.defaultdict(list)
+    for sentence, ids in zip(sources, translator.encode_sources(sources, lambda message: None)):
+        by_length[len(ids)].append(sentence)
+    return max(by_length.values(), key=len)[:16]
+
+
+async def in_process(app: Any, scenario: Any) -> Any:
+    """``scenario(http)`` against ``app`` with its startup and shutdown run."""
+    import httpx
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app", timeout=10) as http:
+            return await scenario(http)
+
+
+def address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 80
+
+
+def raw_post(path: str, body: bytes, length: int | None = None) -> bytes:
+    """A raw HTTP/1.1 POST of a JSON body; ``length`` may claim more bytes than ``body`` has."""
+    head = f"POST {path} HTTP/1.1\r\nHost: mt\r\nContent-Type: application/json\r\n"
+    return f"{head}Content-Length: {len(body) if length is None else length}\r\n\r\n".encode() + body
+
+
+BEAM = 4  # max(the tiny recipe's beam 3, 3 alternatives + 1)
+
+
+def n_best_rows(run: Path, lines: list[str], folder: Path, *options: str) -> dict[str, list[str]]:
+    """Each line's hypotheses, best first, as `mt translate --n-best 4 --beam 4` prints them."""
+    (folder / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    command = [sys.executable, "-m", "mt_cli", "translate", "--run", str(run), "--device", "cpu", *options]
+    command += ["--n-best", "4", "--beam", str(BEAM), "-i", str(folder / "in.de")]
+    printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    rows: list[list[str]] = [[] for _ in lines]
+    for row in printed.splitlines():
+        number, text, _ = row.split(" ||| ")
+        rows[int(number)].append(text)
+    return dict(zip(lines, rows))
+
+
+def check_alternatives(url: str, rows: dict[str, list[str]]) -> None:
+    """Three alternatives per text, each `mt translate --n-best 4` rows 2 to 4 of its line, for a
+    string q (JSON and form), a list q and a text of several lines."""
+    import httpx
+
+    lines = list(rows)
+    for hyps in rows.values():  # else the comparison below would prove less than it says
+        assert len(hyps) == 4 and len(set(hyps)) == 4, hyps
+    with httpx.Client(timeout=60) as http:
+        for line in lines:
+            one = http.post(f"{url}/translate", json={"q": line, **PAIR, "alternatives": 3}).json()
+            assert one == {"translatedText": rows[line][0], "alternatives": rows[line][1:]}
+            form = http.post(f"{url}/translate", data={"q": line, **PAIR, "alternatives": "3"}).json()
+            assert form == one
+        listed = http.post(f"{url}/translate", json={"q": lines, **PAIR, "alternatives": 3}).json()
+        assert listed == {
+            "translatedText": [rows[line][0] for line in lines],
+            "alternatives": [rows[line][1:] for line in lines],
+        }
+        text = http.post(f"{url}/translate", json={"q": "\n".join(lines), **PAIR, "alternatives": 3}).json()
+        assert text == {
+            "translatedText": "\n".join(rows[line][0] for line in lines),
+            "alternatives": ["\n".join(rows[line][k] for line in lines) for k in (1, 2, 3)],
+        }
