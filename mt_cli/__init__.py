@@ -6,16 +6,16 @@ import-linter, the contracts in pyproject.toml):
     cli                      the Typer commands: parse arguments, call one function, print
     api                      the Python API the commands call: load, Model and the result types
     tools                    mt bench, the textbook baseline, plots: beside the core, never imported by it
-    train                    the run directory around the loop, the AMP loop, validation, schedule
+    train | serve | export   the run around the loop | the LibreTranslate HTTP API | other engines' formats
     pretrained               published checkpoints (Hugging Face Marian) as mt's own model
     decode                   search, the translator (lines in, lines out), sacreBLEU scoring
     trained                  a trained model as every consumer loads it: card, tokenizers, weights
     model | data             the network and its loss | corpus -> encoded pairs -> batches
-    text | checkpoint        the SentencePiece models | saving, loading and averaging checkpoints
-    config | runtime         recipes and a trained model's card | device, precision, DDP
-    rules | schema | files | resources | layout
-                             config checks, strict YAML, atomic files, shipped files, file names
-    specials | errors        the special token ids | errors a person can fix
+    text | checkpoint        the SentencePiece models | the typed checkpoint: saving, loading, averaging
+    config | runtime         the recipe, its rules and a model's card | device, precision, DDP
+    disk                     the run directory's names, atomic writes, reading text, the run lock
+    specials | errors | version
+                             token ids and pieces | errors a person can fix | mt's version
 
 Two rules beyond the layers: ``model`` never imports ``text``, ``data`` or sentencepiece (it
 sees ids only), and ``data`` never imports ``runtime.distributed`` (whoever runs several

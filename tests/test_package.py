@@ -71,8 +71,10 @@ PACKAGES = sorted(path.parent for path in PACKAGE.rglob("__init__.py"))
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: module_name(p / "__init__.py"))
 def test_each_package_docstring_names_its_modules(package: Path) -> None:
     docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
-    named = set(re.findall(r"``([\w.]+)``|^\s+(\w+)\s", docstring, flags=re.M))
-    named = {name for pair in named for name in pair if name}
+    named = set(re.findall(r"``([\w.]+)``", docstring))
+    for line in docstring.splitlines():  # a table of wings: "    model | data    what they hold"
+        if line.startswith("    "):
+            named.update(re.findall(r"\w+", re.split(r"\s{2,}", line.strip())[0]))
     members = {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
     members |= {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
     missing = sorted(members - named)
