@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from mt_cli.serve import api
+from mt_cli.serve import parse
 from mt_cli.serve.app import Settings, create_app
 
 PAIR = {"source": "de", "target": "en"}
@@ -64,10 +64,10 @@ def test_an_engine_failure_fails_its_request_alone_and_logs_one_line(caplog) -> 
 
 
 def test_a_bug_in_mt_is_a_500_json_and_one_log_line_not_a_traceback(caplog, monkeypatch) -> None:
-    def broken(fields: dict[str, Any], pair: api.Pair) -> api.TranslateRequest:
+    def broken(fields: dict[str, Any], pair: parse.Pair) -> parse.TranslateRequest:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(api, "parse_translate", broken)
+    monkeypatch.setattr(parse, "parse_translate", broken)
     with caplog.at_level(logging.WARNING), TestClient(create_app(BrokenEngine(), Settings())) as client:
         answer = client.post("/translate", json={"q": "hund", **PAIR})
         assert client.post("/detect", json={"q": "hund"}).status_code == 200  # the server goes on

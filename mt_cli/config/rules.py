@@ -12,8 +12,9 @@ rules are ``data_rules``.
 from __future__ import annotations
 
 from mt_cli.config.data_rules import check_data
+from mt_cli.config.options import OptionError, TranslateOptions
 from mt_cli.config.sections import Config, DecodeConfig, ModelConfig, TokenizerConfig, TrainConfig
-from mt_cli.errors import require
+from mt_cli.errors import ConfigError, require
 
 FREEZABLE = ("encoder", "embeddings", "decoder", "output")  # the choices of config.TrainConfig.freeze
 _PROBABILITIES = (
@@ -56,7 +57,11 @@ def check_model(m: ModelConfig) -> None:
 
 
 def check_decode(dec: DecodeConfig, m: ModelConfig) -> None:
-    require(dec.beam_size >= 1, f"decode.beam_size={dec.beam_size} must be at least 1")
+    try:  # the beam and length penalty are the defaults of TranslateOptions: its rules are theirs
+        TranslateOptions(beam=dec.beam_size, length_penalty=dec.length_penalty)
+    except OptionError as err:
+        key = "beam_size" if err.key == "beam" else err.key
+        raise ConfigError(f"decode.{key}: {err}") from None
     require(
         dec.max_len_a >= 0 and dec.max_len_b >= 1, "decode.max_len_a must be >= 0 and decode.max_len_b >= 1"
     )

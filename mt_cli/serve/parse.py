@@ -29,15 +29,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
-from mt_cli.decode.results import describe_directions
-from mt_cli.serve.alternatives import Hypotheses, join
+from mt_cli.config.card import describe_directions
+from mt_cli.config.options import TranslateOptions
+from mt_cli.serve.alternatives import Hypotheses, decode_options, join
 
 CONFIDENCE = 100.0  # LibreTranslate's scale (percent) for a language it was told, not guessed
 _INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
@@ -92,6 +93,11 @@ class TranslateRequest:
     auto: bool  # source was "auto", so the answer says which language was assumed
     alternatives: int = 0  # more translations asked for each text
     target: str | None = None  # the language to write (None: the engine's default)
+
+    def options(self, server: TranslateOptions, default_beam: int) -> TranslateOptions:
+        """What this request decodes with: the ``server``'s options (``mt serve``'s), writing its
+        target, with its alternatives (``decode_options``; ``default_beam``: the model's)."""
+        return decode_options(self.alternatives, replace(server, tgt_lang=self.target), default_beam)
 
     def lines(self) -> list[str]:
         """Every line of every text, in order: what the engine decodes."""
