@@ -6,7 +6,8 @@ training, ``side: source``) gives it source-side text and, as its targets, a for
 translation. Beam search or sampling (Edunov et al. 2018: sampled sources teach more than beam
 ones) with the entry's ``decode`` options (a ``TranslateOptions``). The data layer cannot decode,
 so this module, run by ``mt prepare`` and ``mt train`` (rank 0) before tokenizers and prepared
-corpora, translates the text into the folder ``data.synthetic`` names and the data layer reads it like two text files.
+corpora, translates the text into the folder ``data.synthetic`` names and the data layer reads it
+like two text files.
 
 The text streams through in chunks (``CHUNK`` lines at a time, under a progress bar): 145,000
 captions never sit in memory at once. The folder is written under a temporary name and renamed
