@@ -8,10 +8,10 @@ import torch
 from test_sampling import sample
 from test_search import VOCAB, random_model, random_sources
 
+from mt_cli.config.options import Sampling
 from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.ensemble import Ensemble
-from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.scoring import force_decode
 from mt_cli.decode.search import beam_search, greedy_search
 from mt_cli.model.transformer import Transformer, build_model

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.engine import output_limit
-from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.disk.reading import read_lines
@@ -41,8 +41,8 @@ def test_float32_greedy_equals_mt_token_for_token(fp32: Translator, exported: Pa
     ours = [t.best.tokens for t in fp32.translate(sentences, TranslateOptions(beam=1))]
     theirs = [t.best.tokens for t in engine.translate(sentences, TranslateOptions(beam=1))]
     assert theirs == ours
-    theirs = engine.translate_lines(sentences, beam_size=1)
-    assert theirs == fp32.translate_lines(sentences, beam_size=1)
+    theirs = engine.translate_lines(sentences, TranslateOptions(beam=1))
+    assert theirs == fp32.translate_lines(sentences, TranslateOptions(beam=1))
     assert theirs[-3] == ""  # an empty line stays empty
 
 
@@ -53,7 +53,7 @@ def test_float32_beam_search_equals_mt(fp32: Translator, exported: Path, sentenc
     # so only lines that ended on their own are compared; a tiny model has a few runaways.
     engine = CTranslate2Engine(exported)
     found = fp32.translate(sentences, TranslateOptions(beam=4, length_penalty=alpha))
-    theirs = engine.translate_lines(sentences, beam_size=4, length_penalty=alpha)
+    theirs = engine.translate_lines(sentences, TranslateOptions(beam=4, length_penalty=alpha))
     dec = fp32.card.decode
     limits = [
         output_limit(len(ids), dec.max_len_a, dec.max_len_b, fp32.card.model.max_positions)
@@ -85,8 +85,10 @@ def test_int8_is_smaller_and_still_translates(
     # The weight matrices shrink 4x; the fp32 position table, biases and norms do not.
     assert (out / "model.bin").stat().st_size < 0.5 * (exported / "model.bin").stat().st_size
     engine = CTranslate2Engine(out)
-    greedy = fp32.translate_lines(sentences[:20], beam_size=1)
-    same = sum(a == b for a, b in zip(engine.translate_lines(sentences[:20], beam_size=1), greedy))
+    greedy = fp32.translate_lines(sentences[:20], TranslateOptions(beam=1))
+    same = sum(
+        a == b for a, b in zip(engine.translate_lines(sentences[:20], TranslateOptions(beam=1)), greedy)
+    )
     assert same >= 10  # int8 rounding changes some tokens of a tiny model, not most
 
 
@@ -96,8 +98,8 @@ def test_a_pre_norm_model_exports_exactly(fp32: Translator, tmp_path: Path, sent
     model = build_model(card.model, fp32.src_tok.vocab_size, fp32.tgt_tok.vocab_size)
     translator = Translator.for_inference(model, fp32.src_tok, fp32.tgt_tok, card, torch.device("cpu"), None)
     engine = CTranslate2Engine(export_ctranslate2(translator, tmp_path / "pre", Quantization.FLOAT32))
-    assert engine.translate_lines(sentences[:20], beam_size=1) == translator.translate_lines(
-        sentences[:20], beam_size=1
+    assert engine.translate_lines(sentences[:20], TranslateOptions(beam=1)) == translator.translate_lines(
+        sentences[:20], TranslateOptions(beam=1)
     )
 
 
@@ -122,7 +124,7 @@ def test_the_engine_option_exports_once_per_checkpoint(trained_run: Path, fp32: 
         text=True,
         check=True,
     ).stdout
-    assert out == fp32.translate_lines(["Ein Hund läuft."], beam_size=1)[0] + "\n"
+    assert out == fp32.translate_lines(["Ein Hund läuft."], TranslateOptions(beam=1))[0] + "\n"
 
 
 def test_exporting_leaves_the_model_untouched(fp32: Translator, tmp_path: Path) -> None:

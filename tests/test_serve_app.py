@@ -12,6 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.serve import parse
 from mt_cli.serve.app import Settings, create_app
 
@@ -29,7 +30,10 @@ class BrokenEngine:
         self.gate.set()
         self.calls: list[list[str]] = []
 
-    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        return options
+
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
         self.gate.wait(5)
         self.calls.append(list(lines))
         if "boom" in lines:
