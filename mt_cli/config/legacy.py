@@ -64,14 +64,13 @@ def _upgraded(entry: dict[str, Any], prefix: str, warn: bool) -> dict[str, Any]:
             f"{prefix}{key} is a sampling option: write it as {prefix}decode.sampling.{key}, or remove it"
         )
     if warn:
-        logger.warning(
-            "%s%s %s deprecated: write %sdecode: %s",
-            prefix,
-            f", {prefix}".join(given),
-            "is" if len(given) == 1 else "are",
-            prefix,
-            _flow(decode),
+        keys = prefix + f", {prefix}".join(given) + (" is" if len(given) == 1 else " are")
+        instead = (
+            f"write {prefix}decode: {_flow(decode)}"
+            if decode
+            else "remove them (the run's own beam search is the default)"
         )
+        logger.warning("%s deprecated: %s", keys, instead)
     rest = {key: value for key, value in entry.items() if key not in FLAT_KEYS}
     return {**rest, "decode": decode} if decode else rest
 
