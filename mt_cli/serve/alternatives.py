@@ -7,7 +7,7 @@ card's), so its best translation may differ from
 that of a request without alternatives when N + 1 is wider than the beam. LibreTranslate's Argos
 engine decodes with ``max(N + 1, 4)``; mt keeps the server's beam where it is wide enough.
 
-A text of several lines has each line translated on its own (``api.split_lines``); its k-th
+A text of several lines has each line translated on its own (``request.split_lines``); its k-th
 alternative joins each line's k-th hypothesis with "\\n" (a line with fewer hypotheses, such as
 an empty line, gives its best), as Argos Translate joins its paragraphs' hypotheses. As
 LibreTranslate does, an alternative equal to the best translation, to an earlier alternative or

@@ -33,6 +33,7 @@ from mt_cli.errors import InputError
 from mt_cli.serve import alternatives, body, parse
 from mt_cli.serve.batcher import Batcher, EngineFailed
 from mt_cli.serve.handlers import Guard, add_error_handlers
+from mt_cli.serve.request import CONFIDENCE
 
 logger = logging.getLogger("mt.serve")
 
@@ -55,7 +56,7 @@ class Settings:
     batch_wait_ms: float = 5.0  # how long the batcher waits for more requests after the first
     batch_lines: int = 256  # lines that close a batch before the wait is over
     # How every request decodes (--beam, --length-penalty; None: the model card's), its target
-    # and alternatives set per request (``parse.TranslateRequest.options``).
+    # and alternatives set per request (``request.TranslateRequest.options``).
     options: TranslateOptions = TranslateOptions(scores=False)
     alternatives_limit: int = 3  # alternatives a request may ask for (400 past it); 0: none
     api_keys: frozenset[str] = frozenset()  # empty: no key needed
@@ -171,7 +172,7 @@ def _add_api_routes(
         fields = await read_fields(request)
         parse.check_key(fields, settings.api_keys)
         parse.parse_detect(fields, pair)
-        return [{"confidence": parse.CONFIDENCE, "language": pair.source}]
+        return [{"confidence": CONFIDENCE, "language": pair.source}]
 
 
 def _add_info_routes(
