@@ -84,6 +84,15 @@ def test_bad_calls_are_input_errors(trained_run: Path) -> None:
         model.translate("Ein Hund.")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="cannot exceed the beam size 2"):
         model.translate(["Ein Hund."], beam=2, n_best=3)
+    with pytest.raises(
+        InputError, match="unknown translation option 'beam_size'; the options are beam, n_best"
+    ):
+        model.translate(["Ein Hund."], beam_size=2)
+    with pytest.raises(InputError, match="options must be a TranslateOptions, not int"):
+        model.translate(["Ein Hund."], 4)  # type: ignore[arg-type]  # the old positional beam
+    widest = model.engine.tgt_tok.vocab_size // 2  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match=f"allows a beam of at most {widest}$"):
+        model.options(beam=widest + 1)
     with pytest.raises(InputError, match="2 sources but 1 targets"):
         model.score(["a", "b"], ["c"])
     with pytest.raises(InputError, match="decoder layer 7 does not exist"):
