@@ -55,6 +55,8 @@ def test_the_recipes_decoding_defaults_follow_the_same_rules() -> None:
         config_from_dict({"decode": {"beam_size": 0}})
     with pytest.raises(ConfigError, match=r"^decode.length_penalty: length penalty -0.5 must be"):
         config_from_dict({"decode": {"length_penalty": -0.5}})
+    with pytest.raises(ConfigError, match=r"^decode.beam_size: beam size 51 is too wide .* at most 50$"):
+        config_from_dict({"tokenizer": {"tgt_vocab_size": 100}, "decode": {"beam_size": 51}})
 
 
 def test_resolving_refuses_a_beam_wider_than_half_the_vocabulary() -> None:
