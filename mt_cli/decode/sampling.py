@@ -1,4 +1,5 @@
-"""Ancestral sampling with temperature, top-k and top-p (nucleus), reproducible per line.
+"""Ancestral sampling with temperature, top-k and top-p (nucleus), reproducible per line: the
+search that ``config.options.Sampling`` describes.
 
 A line's sample depends on the seed and the line only: each sentence draws from its own
 ``torch.Generator``, seeded by ``line_seed(seed, line)`` (a stable hash, unlike ``hash()``), and
