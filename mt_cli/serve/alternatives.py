@@ -2,10 +2,10 @@
 decodes and answers it.
 
 A request for N alternatives is decoded with ``n_best`` N + 1 and a beam of at least N + 1
-(``max(beam, N + 1)``, the beam otherwise the server's: ``mt serve --beam``, or the model
-card's), so its best translation may differ from
-that of a request without alternatives when N + 1 is wider than the beam. LibreTranslate's Argos
-engine decodes with ``max(N + 1, 4)``; mt keeps the server's beam where it is wide enough.
+(``max(beam, N + 1)``, the beam otherwise the server's: ``mt serve --beam``, or the model card's),
+so its best translation may differ from that of a request without alternatives when N + 1 is
+wider than the beam. LibreTranslate's Argos engine decodes with ``max(N + 1, 4)``; mt keeps the
+server's beam where it is wide enough.
 
 A text of several lines has each line translated on its own (``request.split_lines``); its k-th
 alternative joins each line's k-th hypothesis with "\\n" (a line with fewer hypotheses, such as
