@@ -40,8 +40,8 @@ _PUBLIC = {
     "Hypothesis": "mt_cli.decode.results",
     "Score": "mt_cli.decode.results",
     "Alignment": "mt_cli.decode.results",
-    "TranslateOptions": "mt_cli.decode.results",
-    "Sampling": "mt_cli.decode.sampling",
+    "TranslateOptions": "mt_cli.config.options",
+    "Sampling": "mt_cli.config.options",
     "EngineKind": "mt_cli.decode.engine",
     "ComputeType": "mt_cli.runtime.precision",
     "MtError": "mt_cli.errors",
@@ -70,9 +70,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mt_cli.api import Model, load
+    from mt_cli.config.options import Sampling, TranslateOptions
     from mt_cli.decode.engine import EngineKind
-    from mt_cli.decode.results import Alignment, Hypothesis, Score, TranslateOptions, Translation
-    from mt_cli.decode.sampling import Sampling
+    from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
     from mt_cli.errors import CheckpointError, InputError, MtError, RunFailure
     from mt_cli.runtime.precision import ComputeType
 

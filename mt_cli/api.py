@@ -12,13 +12,13 @@ from __future__ import annotations
 import enum
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.decode.engine import Engine, EngineKind
-from mt_cli.decode.results import Alignment, Score, TranslateOptions, Translation
-from mt_cli.decode.sampling import Sampling
+from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.disk.layout import ExportFiles, run_and_checkpoint
 from mt_cli.errors import InputError
 from mt_cli.runtime.precision import ComputeType
@@ -125,65 +125,32 @@ class Model:
         """Where the weights came from (checkpoint files, an export directory)."""
         return self.engine.origin
 
-    def options(
-        self,
-        beam: int | None = None,
-        n_best: int = 1,
-        length_penalty: float | None = None,
-        sampling: Sampling | None = None,
-        align: bool = False,
-        alignment_layer: int | None = None,
-        scores: bool = True,
-        tgt_lang: str | None = None,
-        src_lang: str | None = None,
-    ) -> TranslateOptions:
-        """The options ``translate`` would use, checked now (``InputError`` if this model cannot)."""
-        return self.engine.resolve(
-            TranslateOptions(
-                beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang
-            )
-        )
+    def options(self, options: TranslateOptions | None = None, **overrides: Any) -> TranslateOptions:
+        """The options ``translate`` would use, checked now (``InputError`` if this model cannot):
+        ``options`` (None: every default) with any of its fields given as keywords instead
+        (``beam=4``, ``sampling=Sampling(top_k=10)``, ...)."""
+        return self.engine.resolve(_options(options, overrides))
 
     def translate(
-        self,
-        lines: Sequence[str],
-        beam: int | None = None,
-        n_best: int = 1,
-        length_penalty: float | None = None,
-        sampling: Sampling | None = None,
-        align: bool = False,
-        alignment_layer: int | None = None,
-        scores: bool = True,
-        tgt_lang: str | None = None,
-        src_lang: str | None = None,
+        self, lines: Sequence[str], options: TranslateOptions | None = None, **overrides: Any
     ) -> list[Translation]:
-        """Translate ``lines``: ``beam`` 1 is greedy search, ``n_best`` hypotheses per line (at
-        most the beam), ``sampling`` draws instead of searching, ``align`` adds word alignments
-        from decoder layer ``alignment_layer``'s cross-attention. None: the model's default.
-        ``scores=False`` spares greedy search the scores (NaN then; about 20% of its time).
-        ``tgt_lang``: the language to write, one of the model's ``directions`` (None: its first);
-        ``src_lang``, if given, is checked to be one the model reads (it changes nothing else)."""
-        options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang)
-        return next(self.translate_stream([_lines(lines, "lines")], *options))
+        """Translate ``lines`` with ``options`` (a ``TranslateOptions``, None: the model's
+        defaults), or any of its fields as keywords: ``beam`` 1 is greedy search, ``n_best``
+        hypotheses per line (at most the beam), ``sampling`` draws instead of searching,
+        ``align`` adds word alignments from decoder layer ``alignment_layer``'s cross-attention.
+        None: the model's default. ``scores=False`` spares greedy search the scores (NaN then;
+        about 20% of its time). ``tgt_lang``: the language to write, one of the model's
+        ``directions`` (None: its first); ``src_lang``, if given, is checked to be one the model
+        reads (it changes nothing else)."""
+        return next(self.translate_stream([_lines(lines, "lines")], options, **overrides))
 
     def translate_stream(
-        self,
-        chunks: Iterable[Sequence[str]],
-        beam: int | None = None,
-        n_best: int = 1,
-        length_penalty: float | None = None,
-        sampling: Sampling | None = None,
-        align: bool = False,
-        alignment_layer: int | None = None,
-        scores: bool = True,
-        tgt_lang: str | None = None,
-        src_lang: str | None = None,
+        self, chunks: Iterable[Sequence[str]], options: TranslateOptions | None = None, **overrides: Any
     ) -> Iterator[list[Translation]]:
         """``translate`` chunk after chunk (a large file, a pipe), yielding each chunk's
         translations as soon as they are done; warnings number lines across chunks. The options
         are checked before the first chunk is read."""
-        options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang)
-        return self._translate_chunks(chunks, self.options(*options))
+        return self._translate_chunks(chunks, self.options(options, **overrides))
 
     def _translate_chunks(
         self, chunks: Iterable[Sequence[str]], resolved: TranslateOptions
@@ -240,6 +207,18 @@ class Model:
             found = self.translate(sources, align=True, alignment_layer=layer, tgt_lang=tgt_lang)
             return [t.best.alignment or () for t in found]
         return self.engine.align(sources, _lines(targets, "targets"), layer, self.warn, 1, tgt_lang)
+
+
+def _options(options: TranslateOptions | None, overrides: dict[str, Any]) -> TranslateOptions:
+    """``options`` (None: the defaults) with the fields in ``overrides`` replaced; an InputError
+    naming the valid ones for any other keyword."""
+    if options is not None and not isinstance(options, TranslateOptions):
+        raise InputError(f"options must be a TranslateOptions, not {type(options).__name__}")
+    names = [field.name for field in fields(TranslateOptions)]
+    unknown = next((name for name in overrides if name not in names), None)
+    if unknown is not None:
+        raise InputError(f"unknown translation option {unknown!r}; the options are {', '.join(names)}")
+    return replace(DEFAULT_OPTIONS if options is None else options, **overrides)
 
 
 def _lines(lines: Sequence[str], name: str) -> list[str]:

@@ -5,7 +5,8 @@
 Type and default come from mt_cli/config/sections.py; the meaning is the comment beside the key in
 configs/multi30k.yaml (continuation lines included), so the two documents cannot drift apart. The
 keys of a ``data.corpora`` entry are documented there as commented lines (``#   key: value  #
-meaning``) under ``corpora:``; an entry key without one means what the data key of its name means.
+meaning``, two more spaces after ``#`` per level of a nested block such as ``decode``) under
+``corpora:``; an entry key without one means what the data key of its name means.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dataclasses
 import re
 import typing
 
+from mt_cli.config.options import Sampling, TranslateOptions
 from mt_cli.config.recipe import config_to_dict, load_config
 from mt_cli.config.sections import Config, CorpusConfig
 from mt_cli.disk.resources import RECIPES
@@ -22,17 +24,19 @@ from mt_cli.disk.resources import RECIPES
 def comments() -> dict[str, str]:
     """``section.key`` -> its comment in multi30k.yaml."""
     found: dict[str, str] = {}
-    section, last = "", ""
+    section, last, nested = "", "", [""]
     for line in (RECIPES / "multi30k.yaml").read_text(encoding="utf-8").splitlines():
         if re.match(r"^\w+:\s*$", line):
             section = line.rstrip(":").strip() + "."
             continue
         key = re.match(r"^\s*(\w+):[^#]*#\s?(.*)$", line)
-        entry = re.match(r"^\s+#\s+(\w+):[^#]*#\s?(.*)$", line)  # a key of a data.corpora entry
+        entry = re.match(r"^\s+#(\s+)(\w+):[^#]*#\s?(.*)$", line)  # a key of a data.corpora entry
         more = re.match(r"^\s+#\s?(.*)$", line)
         if entry:
-            last = f"data.corpora[].{entry.group(1)}"
-            found[last] = entry.group(2).strip()
+            depth = (len(entry.group(1)) - 3) // 2  # "#   key": 0; "#     key": a key of the block above
+            nested = [*nested[: depth + 1], entry.group(2)]
+            last = "data.corpora[]." + ".".join(nested[1:])
+            found[last] = entry.group(3).strip()
         elif key:
             last = (section if line.startswith(" ") else "") + key.group(1)
             found[last] = key.group(2).strip()
@@ -56,7 +60,9 @@ def type_name(hint: object) -> str:
     if (values := choices(hint)) is not None:
         return " \\| ".join(values)
     text = str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
-    return text.replace("mt_cli.config.sections.", "").replace("|", "\\|")
+    for module in ("mt_cli.config.sections.", "mt_cli.config.options."):
+        text = text.replace(module, "")
+    return text.replace("|", "\\|")
 
 
 def meaning(note: str, hint: object) -> str:
@@ -98,6 +104,17 @@ def entry_rows(notes: dict[str, str]) -> None:
         )
         hint = hints[field.name]
         print(f"| `{name}` | {type_name(hint)} | `{defaults[field.name]}` | — | {meaning(note, hint)} |")
+        if field.name == "decode":
+            nested_rows(notes, name, TranslateOptions, ("beam", "length_penalty", "sampling"))
+            nested_rows(notes, f"{name}.sampling", Sampling, ("top_k", "top_p", "temperature", "seed"))
+
+
+def nested_rows(notes: dict[str, str], prefix: str, block: type, keys: tuple[str, ...]) -> None:
+    """The keys of a block nested in a corpus entry (its ``decode``, that block's ``sampling``)."""
+    hints, defaults = typing.get_type_hints(block), dataclasses.asdict(block())
+    for key in keys:
+        name, hint = f"{prefix}.{key}", hints[key]
+        print(f"| `{name}` | {type_name(hint)} | `{defaults[key]}` | — | {meaning(notes[name], hint)} |")
 
 
 if __name__ == "__main__":

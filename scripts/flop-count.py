@@ -15,7 +15,7 @@ import gzip
 import sys
 from pathlib import Path
 
-from mt_cli.decode.results import TranslateOptions
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.trained import load_trained
 

@@ -29,8 +29,8 @@ from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 if TYPE_CHECKING:
+    from mt_cli.config.options import Sampling
     from mt_cli.decode.hypotheses import Decoder, Found
-    from mt_cli.decode.sampling import Sampling
     from mt_cli.model.transformer import Transformer
 
 # --- child processes -------------------------------------------------------------------------

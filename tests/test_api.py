@@ -45,7 +45,7 @@ def test_every_public_name_is_documented_and_loads_without_torch_until_used() ->
         "import sys, mt_cli\n"
         "assert 'torch' not in sys.modules, 'import mt_cli loaded torch'\n"
         "names = [getattr(mt_cli, n) for n in mt_cli.__all__]\n"
-        "assert 'torch' in sys.modules\n"
+        "assert 'torch' not in sys.modules, 'a public type loaded torch'\n"  # a model loads it
         "print(len(names))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -84,6 +84,15 @@ def test_bad_calls_are_input_errors(trained_run: Path) -> None:
         model.translate("Ein Hund.")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="cannot exceed the beam size 2"):
         model.translate(["Ein Hund."], beam=2, n_best=3)
+    with pytest.raises(
+        InputError, match="unknown translation option 'beam_size'; the options are beam, n_best"
+    ):
+        model.translate(["Ein Hund."], beam_size=2)
+    with pytest.raises(InputError, match="options must be a TranslateOptions, not int"):
+        model.translate(["Ein Hund."], 4)  # type: ignore[arg-type]  # the old positional beam
+    widest = model.engine.tgt_tok.vocab_size // 2  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match=f"allows a beam of at most {widest}$"):
+        model.options(beam=widest + 1)
     with pytest.raises(InputError, match="2 sources but 1 targets"):
         model.score(["a", "b"], ["c"])
     with pytest.raises(InputError, match="decoder layer 7 does not exist"):

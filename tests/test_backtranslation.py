@@ -19,11 +19,11 @@ from conftest import CONFIGS, quiet
 
 import mt_cli
 from mt_cli.api import load
+from mt_cli.config.options import Sampling, TranslateOptions
 from mt_cli.config.recipe import config_from_dict, load_config
 from mt_cli.config.sections import Config
 from mt_cli.data import synthetic
 from mt_cli.data.corpus import train_pairs
-from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.files import file_sha256
 from mt_cli.disk.layout import RunDir
@@ -60,9 +60,7 @@ def sampled(reverse: Path, cache: Path) -> dict:
         "text": [str(CAPTIONS)],
         "train_limit": 300,
         "tag": "<bt>",
-        "sampling": True,
-        "top_k": 10,
-        "seed": 3,
+        "decode": {"sampling": {"top_k": 10, "seed": 3}},
         "cache_dir": str(cache),
     }
 
@@ -105,12 +103,12 @@ def test_the_provenance_is_in_the_cache_and_the_manifest(
     provenance = made(cfg).provenance()
     assert provenance["run"] == str(reverse) and provenance["checkpoint"] == str(best)
     assert provenance["checkpoint_sha256"] == file_sha256(best)
-    assert provenance["direction"] == "en->de" and provenance["seed"] == 3
-    assert provenance["decoding"] == {
-        "beam_size": 1,
-        "length_penalty": None,
-        "sampling": {"top_k": 10, "top_p": 1.0, "temperature": 1.0},
-    }
+    assert provenance["direction"] == "en->de"
+    # The options as used: the run's length penalty filled in (it normalises a sample's score).
+    alpha = load_config(CONFIGS / "tiny.yaml").decode.length_penalty
+    sampling = Sampling(top_k=10, seed=3)
+    used = TranslateOptions(beam=1, length_penalty=alpha, sampling=sampling, scores=False, tgt_lang="de")
+    assert provenance["decoding"] == dataclasses.asdict(used)
     assert provenance["text"] == [{"file": str(CAPTIONS), "sha256": file_sha256(CAPTIONS)}]
     assert provenance["lines"] == 300 and provenance["train_limit"] == 300
     assert provenance["mt_version"] == mt_cli.__version__ and provenance["time"].endswith("+00:00")
@@ -147,7 +145,7 @@ def test_forward_translation_pairs_the_text_with_the_forward_models_translation(
         "text": [str(CAPTIONS)],
         "side": "source",
         "train_limit": 200,
-        "beam_size": 1,
+        "beam_size": 1,  # the flat key of earlier versions: read as decode.beam
         "cache_dir": str(tmp_path / "cache"),
     }
     cfg = with_corpus(entry, "data.src_lang=en", "data.tgt_lang=de")
@@ -160,13 +158,13 @@ def test_forward_translation_pairs_the_text_with_the_forward_models_translation(
     assert [src for src, _ in pairs] == captions  # the text is the source side this time
     expected = load(reverse, compute_type="float32").translate(captions, beam=1)
     assert [tgt for _, tgt in pairs] == [t.text for t in expected]
-    assert made(cfg).provenance()["decoding"]["beam_size"] == 1
+    assert made(cfg).provenance()["decoding"]["beam"] == 1
 
 
 def test_an_interrupted_translation_leaves_nothing_to_reuse(
     reverse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cfg = with_corpus({**sampled(reverse, tmp_path / "cache"), "seed": 4})
+    cfg = with_corpus({**sampled(reverse, tmp_path / "cache"), "decode": {"sampling": {"seed": 4}}})
     calls = []
     translate = Translator.translate
 
@@ -265,19 +263,41 @@ BT = {"source": "backtranslation", "run": "runs/en-de", "text": ["captions.en"]}
         ({**BT, "files": {"train": ["a", "b"]}}, r"data.corpora\[1\].files has no meaning for source=back"),
         ({**BT, "dir": "data"}, r"data.corpora\[1\].dir has no meaning for source=backtranslation"),
         ({"source": "multi30k", "run": "r"}, r"data.corpora\[1\].run is a key of source=backtranslation"),
-        ({"source": "files", "files": {"train": ["a", "b"]}, "seed": 1}, r"\].seed is a key of source=back"),
-        ({**BT, "top_k": 10}, r"data.corpora\[1\].top_k is a sampling option: set data.corpora\[1\].sampl"),
-        ({**BT, "temperature": 0.5}, r"\[1\].temperature is a sampling option"),
-        ({**BT, "sampling": True, "beam_size": 5}, r"cannot search with data.corpora\[1\].beam_size=5"),
-        ({**BT, "sampling": True, "top_k": 0}, r"data.corpora\[1\].top_k=0 must be at least 1"),
-        ({**BT, "sampling": True, "top_p": 1.5}, r"data.corpora\[1\].top_p=1.5 must be in \(0, 1\]"),
-        ({**BT, "sampling": True, "temperature": -1}, r"temperature=-1.0 must be a number >= 0"),
-        ({**BT, "beam_size": 0}, r"data.corpora\[1\].beam_size=0 must be at least 1"),
+        ({"source": "multi30k", "decode": {"beam": 4}}, r"\[1\].decode is a key of source=backtranslation"),
+        ({**BT, "decode": {"beam": 0}}, r"^data.corpora\[1\].decode.beam: beam size 0 must be at least 1"),
+        ({**BT, "decode": {"length_penalty": -1}}, r"^data.corpora\[1\].decode.length_penalty: length pe"),
+        ({**BT, "decode": {"n_best": 2}}, r"^data.corpora\[1\].decode.n_best has no meaning for a transl"),
+        ({**BT, "decode": {"tgt_lang": "fr"}}, r"^data.corpora\[1\].decode.tgt_lang has no meaning"),
+        (
+            {**BT, "decode": {"beam": 5, "sampling": {}}},
+            r"^data.corpora\[1\].decode.beam: sampling draws one translation per line and cannot search",
+        ),
+        ({**BT, "decode": {"sampling": {"top_k": 0}}}, r"^data.corpora\[1\].decode.sampling.top_k: top-k 0 "),
+        (
+            {**BT, "decode": {"sampling": {"top_p": 1.5}}},
+            r"decode.sampling.top_p: top-p 1.5 must be in \(0, 1\]",
+        ),
+        ({**BT, "decode": {"sampling": {"temperature": -1}}}, r"temperature -1.0 must be a number >= 0"),
+        ({**BT, "decode": {"sampling": True}}, r"data.corpora\[1\].decode.sampling must be a mapping"),
+        ({**BT, "decode": {"beem": 4}}, r"unknown config key data.corpora\[1\].decode.beem; did you mean "),
+        # The flat keys of earlier versions: read into decode, checked there, never beside it.
+        (
+            {**BT, "top_k": 10},
+            r"^data.corpora\[1\].top_k is a sampling option: write it as data.corpora\[1\]",
+        ),
+        ({**BT, "sampling": True, "beam_size": 5}, r"^data.corpora\[1\].decode.beam: sampling draws one"),
+        ({**BT, "sampling": True, "top_k": 0}, r"^data.corpora\[1\].decode.sampling.top_k: top-k 0 must"),
+        ({**BT, "beam_size": 0}, r"^data.corpora\[1\].decode.beam: beam size 0 must be at least 1"),
+        ({**BT, "sampling": "yes"}, r"^data.corpora\[1\].sampling='yes' must be true or false"),
+        (
+            {**BT, "beam_size": 4, "decode": {}},
+            r"^data.corpora\[1\].beam_size is the old spelling of a key of",
+        ),
         ({**BT, "side": "left"}, r"data.corpora\[1\].side='left' is not valid; choose one of target, source"),
         ({**BT, "cache_dir": " "}, r"data.corpora\[1\].cache_dir is empty"),
         (
-            {**BT, "topk": 10},
-            r"unknown config key data.corpora\[1\].topk; did you mean data.corpora\[1\].top_k",
+            {**BT, "tg": "<bt>"},
+            r"unknown config key data.corpora\[1\].tg; did you mean data.corpora\[1\].tag",
         ),
     ],
 )
@@ -293,15 +313,13 @@ def test_a_backtranslation_corpus_cannot_come_first_or_be_the_only_source() -> N
         config_from_dict({"data": {"source": "backtranslation"}})
 
 
-def test_sampling_keys_left_out_take_their_defaults() -> None:
-    entry = corpus_config({**BT, "sampling": True}).data.entries()[1]
-    decoding = synthetic.decoding_of(entry)
-    assert decoding == {
-        "beam_size": 1,
-        "sampling": {"top_k": None, "top_p": 1.0, "temperature": 1.0, "seed": 0},
-    }
-    assert synthetic.decoding_of(corpus_config({**BT, "beam_size": 4}).data.entries()[1]) == {
-        "beam_size": 4,
-        "sampling": None,
-    }
+def test_an_entrys_decode_block_is_its_translate_options() -> None:
+    entry = corpus_config({**BT, "decode": {"sampling": {}}}).data.entries()[1]
+    assert synthetic.options_of(entry) == TranslateOptions(sampling=Sampling(), scores=False, tgt_lang="de")
+    beam = corpus_config({**BT, "decode": {"beam": 4, "length_penalty": 0.6}}).data.entries()[1]
+    assert synthetic.options_of(beam) == TranslateOptions(
+        beam=4, length_penalty=0.6, scores=False, tgt_lang="de"
+    )
+    default = corpus_config(BT).data.entries()[1]
+    assert synthetic.options_of(default) == TranslateOptions(scores=False, tgt_lang="de")  # the run's own
     assert synthetic.text_languages(entry) == ("en", "de")  # back-translation: the target is the text

@@ -23,11 +23,12 @@ from conftest import MANY_TO_ENGLISH_SOURCES as SOURCES
 from helpers import start_server
 
 from mt_cli.api import load
+from mt_cli.config.card import target_language
+from mt_cli.config.options import TranslateOptions
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import DataConfig
 from mt_cli.decode.alignment import word_alignment
 from mt_cli.decode.members import ensemble_of
-from mt_cli.decode.results import TranslateOptions, target_language
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.errors import InputError
@@ -108,7 +109,7 @@ def test_an_ensemble_puts_the_tag_before_its_sources_too(
     recorder = Recorder(ensemble.model.encode)
     monkeypatch.setattr(ensemble.model, "encode", recorder)
     assert ensemble.directions == DIRECTIONS
-    ensemble.translate_lines([sentences["de"]], beam_size=1, tgt_lang="en")
+    ensemble.translate_lines([sentences["de"]], TranslateOptions(beam=1, tgt_lang="en"))
     tag = ensemble.src_tok.tags["<2en>"]
     assert recorder.calls[0][0].tolist() == [[tag, *ensemble.src_tok.encode([sentences["de"]])[0], EOS_ID]]
 
@@ -120,10 +121,10 @@ def test_the_ctranslate2_engine_sends_the_tag_and_translates_as_mt_does(
     recorder = Recorder(engine.translator.translate_batch)  # type: ignore[attr-defined]
     engine.translator = _Proxy(engine.translator, translate_batch=recorder)  # type: ignore[attr-defined]
     lines = [sentences[lang] for lang in SOURCES]
-    ours = engine.translate_lines(lines, beam_size=1, tgt_lang="en")
+    ours = engine.translate_lines(lines, TranslateOptions(beam=1, tgt_lang="en"))
     sent = [tokens for call in recorder.calls for tokens in call[0]]
     assert sorted(sent) == sorted(["<2en>", *engine.src_tok.pieces(line)] for line in lines)
-    assert ours == translator.translate_lines(lines, beam_size=1, tgt_lang="en")
+    assert ours == translator.translate_lines(lines, TranslateOptions(beam=1, tgt_lang="en"))
 
 
 class _Proxy:
@@ -142,7 +143,7 @@ def test_tgt_lang_on_the_command_line_gives_both_engines_the_same_lines(
     source = tmp_path / "in.txt"
     lines = [sentences[lang] for lang in SOURCES]
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    expected = translator.translate_lines(lines, beam_size=1, tgt_lang="en")
+    expected = translator.translate_lines(lines, TranslateOptions(beam=1, tgt_lang="en"))
     common = ["translate", "--run", str(run), "--device", "cpu", "--beam", "1", "-i", str(source)]
     mine = mt(*common, "--tgt-lang", "en", "--compute-type", "float32")
     theirs = mt(*common, "--tgt-lang", "en", "--engine", "ctranslate2")
@@ -255,7 +256,7 @@ def test_mt_serve_lists_every_direction_and_selects_the_target(run: Path, senten
     ]
     for lang in SOURCES:
         assert answers[lang] == {
-            "translatedText": expected.translate_lines([sentences[lang]], tgt_lang="en")[0]
+            "translatedText": expected.translate_lines([sentences[lang]], TranslateOptions(tgt_lang="en"))[0]
         }
     assert auto.json() == {
         "translatedText": expected.translate_lines([sentences["cs"]])[0],

@@ -7,9 +7,9 @@ import pytest
 import torch
 from helpers import VOCAB, other_model, random_model, random_sources, sample
 
+from mt_cli.config.options import Sampling
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.ensemble import Ensemble
-from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.scoring import force_decode
 from mt_cli.decode.search import beam_search, greedy_search
 from mt_cli.specials import BOS_ID, EOS_ID

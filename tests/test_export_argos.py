@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.hypotheses import output_limit
-from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -109,7 +109,9 @@ def test_argos_translates_as_mt(fp32: Translator, argos: dict, lines: list[str])
     # mt's translations (the installed model is a complete mt export) with Argos's beam and
     # length penalty, on the lines that ended before mt's length limit (Argos has none).
     engine = CTranslate2Engine(installed_model(argos), threads=1)
-    expected = engine.translate_lines(lines, beam_size=ARGOS_BEAM, length_penalty=ARGOS_LENGTH_PENALTY)
+    expected = engine.translate_lines(
+        lines, TranslateOptions(beam=ARGOS_BEAM, length_penalty=ARGOS_LENGTH_PENALTY)
+    )
     hyps = fp32.translate(lines, TranslateOptions(beam=ARGOS_BEAM, length_penalty=ARGOS_LENGTH_PENALTY))
     dec, positions = fp32.card.decode, fp32.card.model.max_positions
     limits = [

@@ -11,9 +11,9 @@ import pytest
 import sacrebleu
 import torch
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
 from mt_cli.decode.hypotheses import output_limit
-from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.disk.reading import read_lines
@@ -44,8 +44,8 @@ def test_float32_greedy_equals_mt_token_for_token(fp32: Translator, exported: Pa
     ours = [t.best.tokens for t in fp32.translate(sentences, TranslateOptions(beam=1))]
     theirs = [t.best.tokens for t in engine.translate(sentences, TranslateOptions(beam=1))]
     assert theirs == ours
-    theirs = engine.translate_lines(sentences, beam_size=1)
-    assert theirs == fp32.translate_lines(sentences, beam_size=1)
+    theirs = engine.translate_lines(sentences, TranslateOptions(beam=1))
+    assert theirs == fp32.translate_lines(sentences, TranslateOptions(beam=1))
     assert theirs[-3] == ""  # an empty line stays empty
 
 
@@ -56,7 +56,7 @@ def test_float32_beam_search_equals_mt(fp32: Translator, exported: Path, sentenc
     # so only lines that ended on their own are compared; a tiny model has a few runaways.
     engine = CTranslate2Engine(exported)
     found = fp32.translate(sentences, TranslateOptions(beam=4, length_penalty=alpha))
-    theirs = engine.translate_lines(sentences, beam_size=4, length_penalty=alpha)
+    theirs = engine.translate_lines(sentences, TranslateOptions(beam=4, length_penalty=alpha))
     dec = fp32.card.decode
     limits = [
         output_limit(len(ids), dec.max_len_a, dec.max_len_b, fp32.card.model.max_positions)
@@ -93,8 +93,8 @@ def test_int8_is_smaller_and_still_translates(fp32: Translator, exported: Path, 
     # AVX2 as on a Zen 3, AVX, SSE41; 5 of 20 equal, 4 on a real Zen 3). An export broken by noise
     # of half each matrix's spread scores 14.5 under every one of them.
     sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")[:300]
-    reference = CTranslate2Engine(exported).translate_lines(sources, beam_size=1)
-    int8 = CTranslate2Engine(out).translate_lines(sources, beam_size=1)
+    reference = CTranslate2Engine(exported).translate_lines(sources, TranslateOptions(beam=1))
+    int8 = CTranslate2Engine(out).translate_lines(sources, TranslateOptions(beam=1))
     bleu = sacrebleu.corpus_bleu(int8, [reference]).score
     assert bleu > 45, f"int8 scores {bleu:.1f} BLEU against float32"
 
@@ -106,7 +106,7 @@ def test_a_pre_norm_model_exports_exactly(trained: TrainedModel, tmp_path: Path,
     pre_norm = TrainedModel(card, trained.src_tok, trained.tgt_tok, model)
     engine = CTranslate2Engine(export_ctranslate2(pre_norm, tmp_path / "pre", Quantization.FLOAT32))
     translator = Translator.of(pre_norm, "cpu", ComputeType.FLOAT32)
-    assert engine.translate_lines(sentences[:20], beam_size=1) == translator.translate_lines(
+    assert engine.translate_lines(sentences[:20], TranslateOptions(beam=1)) == translator.translate_lines(
         sentences[:20], beam_size=1
     )
 
@@ -122,12 +122,12 @@ def test_a_published_models_options_export_exactly(trained: TrainedModel, tmp_pa
     published = TrainedModel(card, trained.src_tok, trained.tgt_tok, model)
     engine = CTranslate2Engine(export_ctranslate2(published, tmp_path / "pub", Quantization.FLOAT32))
     translator = Translator.of(published, "cpu", ComputeType.FLOAT32)
-    ours = translator.translate_lines(sentences[:20], beam_size=1)
-    assert engine.translate_lines(sentences[:20], beam_size=1) == ours
+    ours = translator.translate_lines(sentences[:20], TranslateOptions(beam=1))
+    assert engine.translate_lines(sentences[:20], TranslateOptions(beam=1)) == ours
     unbiased = Translator.of(
         TrainedModel(card, trained.src_tok, trained.tgt_tok, _without_bias(model)), "cpu"
     )
-    assert unbiased.translate_lines(sentences[:20], beam_size=1) != ours  # the bias matters here
+    assert unbiased.translate_lines(sentences[:20], TranslateOptions(beam=1)) != ours  # the bias matters here
 
 
 def _without_bias(model: torch.nn.Module) -> torch.nn.Module:
@@ -160,7 +160,7 @@ def test_the_engine_option_exports_once_per_checkpoint(trained_run: Path, fp32: 
         text=True,
         check=True,
     ).stdout
-    assert out == fp32.translate_lines(["Ein Hund läuft."], beam_size=1)[0] + "\n"
+    assert out == fp32.translate_lines(["Ein Hund läuft."], TranslateOptions(beam=1))[0] + "\n"
 
 
 def test_exporting_leaves_the_model_untouched(trained: TrainedModel, tmp_path: Path) -> None:

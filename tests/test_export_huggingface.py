@@ -16,10 +16,10 @@ import torch
 from transformers import GenerationConfig, MarianMTModel, MarianTokenizer
 from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, target_ids
 from mt_cli.decode.hypotheses import output_limit
-from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -170,7 +170,7 @@ def test_auto_classes_load_the_export_and_beam_search_gives_mt_beams(
     lines = german[:12]
     beam = translator.card.decode.beam_size
     assert model.generation_config.num_beams == beam > 1
-    expected = translator.translate_lines(lines, beam_size=beam)
+    expected = translator.translate_lines(lines, TranslateOptions(beam=beam))
     sources = translator.encode_sources(lines, warn=lambda message: None)
     got = []
     for line, ids in zip(lines, sources, strict=True):
@@ -196,7 +196,7 @@ if _has_translation_pipeline():  # transformers 4 only: 5 removed the task, so t
 
         translate = transformers.pipelines.pipeline("translation", model=str(exported), device="cpu")
         lines = german[:2]
-        expected = translator.translate_lines(lines, beam_size=1)
+        expected = translator.translate_lines(lines, TranslateOptions(beam=1))
         sources = translator.encode_sources(lines, warn=lambda message: None)
         for line, ids, text in zip(lines, sources, expected, strict=True):
             limit = mt_limit(translator, len(ids))

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import wait_until
 
-from mt_cli.decode.results import TranslateOptions
-from mt_cli.decode.sampling import Sampling
+from mt_cli.config.options import Sampling, TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.errors import RunFailure

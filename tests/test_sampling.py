@@ -9,8 +9,9 @@ import pytest
 import torch
 from helpers import random_model, random_sources, sample
 
+from mt_cli.config.options import Sampling
 from mt_cli.data.batch import pad_sources
-from mt_cli.decode.sampling import Sampling, draw, line_seed, truncated_distribution
+from mt_cli.decode.sampling import draw, line_seed, truncated_distribution
 from mt_cli.decode.scoring import force_decode
 from mt_cli.decode.search import greedy_search
 from mt_cli.errors import InputError

@@ -23,7 +23,8 @@ from helpers import (
     start_server,
 )
 
-from mt_cli.decode.results import Hypothesis, TranslateOptions, Translation
+from mt_cli.config.options import TranslateOptions
+from mt_cli.decode.results import Hypothesis, Translation
 from mt_cli.serve.app import Settings, create_app
 
 PAIR = {"source": "de", "target": "en"}
@@ -40,8 +41,11 @@ class NBestEngine:
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[str], int | None, int]] = []
 
-    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
-        self.calls.append(("lines", list(lines), beam_size, 1))
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        return options
+
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
+        self.calls.append(("lines", list(lines), options.beam, 1))
         return [line.upper() for line in lines]
 
     def translate(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[Translation]:
@@ -92,7 +96,7 @@ def test_alternatives_are_answered_as_libretranslate_answers_them() -> None:
 
 def test_the_servers_beam_is_kept_where_it_is_wider_than_the_alternatives_need() -> None:
     engine = NBestEngine()
-    with TestClient(create_app(engine, Settings(beam_size=6))) as client:
+    with TestClient(create_app(engine, Settings(options=TranslateOptions(beam=6, scores=False)))) as client:
         answer = client.post("/translate", json={"q": "hund", **PAIR, "alternatives": 1}).json()
     assert answer == {"translatedText": "HUND", "alternatives": ["HUND 1"]}
     assert engine.calls == [("n-best", ["hund"], 6, 2)]

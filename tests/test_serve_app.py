@@ -13,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from helpers import in_process
 
-from mt_cli.serve import api
+from mt_cli.config.options import TranslateOptions
+from mt_cli.serve import parse
 from mt_cli.serve.app import Settings, create_app
 
 PAIR = {"source": "de", "target": "en"}
@@ -30,7 +31,10 @@ class BrokenEngine:
         self.gate.set()
         self.calls: list[list[str]] = []
 
-    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        return options
+
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
         self.gate.wait(5)
         self.calls.append(list(lines))
         if "boom" in lines:
@@ -57,10 +61,10 @@ def test_an_engine_failure_fails_its_request_alone_and_logs_one_line(caplog) -> 
 
 
 def test_a_bug_in_mt_is_a_500_json_and_one_log_line_not_a_traceback(caplog, monkeypatch) -> None:
-    def broken(fields: dict[str, Any], pair: api.Pair) -> api.TranslateRequest:
+    def broken(fields: dict[str, Any], pair: parse.Pair) -> parse.TranslateRequest:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(api, "parse_translate", broken)
+    monkeypatch.setattr(parse, "parse_translate", broken)
     with caplog.at_level(logging.WARNING), TestClient(create_app(BrokenEngine(), Settings())) as client:
         answer = client.post("/translate", json={"q": "hund", **PAIR})
         assert client.post("/detect", json={"q": "hund"}).status_code == 200  # the server goes on

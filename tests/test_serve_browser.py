@@ -56,7 +56,7 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from mt_cli.decode.results import TranslateOptions
+    from mt_cli.config.options import TranslateOptions
     from mt_cli.decode.translator import Translator
 
     # The page asks for 3 alternatives: n-best 4 in a beam of max(the tiny recipe's 3, 4).

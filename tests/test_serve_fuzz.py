@@ -24,7 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mt_cli.decode.results import Hypothesis, TranslateOptions, Translation
+from mt_cli.config.options import TranslateOptions
+from mt_cli.decode.results import Hypothesis, Translation
 from mt_cli.serve.app import Settings, create_app
 
 ANSWER_TIMEOUT_S = 10  # far above any answer of the fake engine: longer is a hang
@@ -37,7 +38,10 @@ class FastEngine:
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 1, "a fake", 1
     directions = (("de", "en"),)
 
-    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **_: object) -> list[str]:
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        return options
+
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
         for line in lines:
             line.encode("utf-8")
         return [line.upper() for line in lines]

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from mt_cli.checkpoint import Checkpoint
 from mt_cli.cli import app
 from mt_cli.config.card import ModelCard
+from mt_cli.config.options import TranslateOptions
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import Config
 from mt_cli.data.batch import source_ids, target_ids
@@ -350,6 +351,8 @@ def test_closing_test_scores_equal_mt_eval_of_the_same_checkpoint(data_dir, tmp_
     report = train(cfg, run_dir, resume=False, log=lambda message: None)
     for beam, name in ((1, "greedy"), (cfg.decode.beam_size, f"beam{cfg.decode.beam_size}")):
         engine = Translator.from_run(run_dir, None, "auto")
-        evaluation = evaluate_run(engine, cfg.data.test_split, None, None, beam, None).evaluation
+        evaluation = evaluate_run(
+            engine, cfg.data.test_split, None, None, TranslateOptions(beam=beam)
+        ).evaluation
         assert evaluation.scores.bleu == report["scores"][name]["bleu"], name
         assert evaluation.scores.chrf == report["scores"][name]["chrf"], name

@@ -13,6 +13,7 @@ import torch
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
+from mt_cli.config.options import TranslateOptions
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.translator import Translator
 from mt_cli.runtime.precision import ComputeType
@@ -51,8 +52,8 @@ SENTENCES = [
 
 
 def test_output_order_equals_input_order(fp32: Translator) -> None:
-    together = fp32.translate_lines(SENTENCES, beam_size=1)
-    alone = [fp32.translate_lines([s], beam_size=1)[0] for s in SENTENCES]
+    together = fp32.translate_lines(SENTENCES, TranslateOptions(beam=1))
+    alone = [fp32.translate_lines([s], TranslateOptions(beam=1))[0] for s in SENTENCES]
     assert together == alone
     assert len(set(together)) > 1
 
@@ -61,10 +62,10 @@ def test_empty_long_and_unseen_lines(fp32: Translator) -> None:
     warnings: list[str] = []
     long_line = " ".join(["Hund"] * 5000)
     lines = ["", SENTENCES[0], long_line, "🐶🎉 Ein Hund ✨", "   "]
-    out = fp32.translate_lines(lines, beam_size=2, warn=warnings.append)
+    out = fp32.translate_lines(lines, TranslateOptions(beam=2), warn=warnings.append)
     assert len(out) == len(lines)
     assert out[0] == "" and out[4] == ""
-    assert out[1] == fp32.translate_lines([SENTENCES[0]], beam_size=2)[0]
+    assert out[1] == fp32.translate_lines([SENTENCES[0]], TranslateOptions(beam=2))[0]
     assert len(warnings) == 1 and warnings[0].startswith("line 3:")
 
 
@@ -100,7 +101,7 @@ def test_translate_argument_stdin_and_files(trained_run: Path, tmp_path: Path, f
     assert result.exit_code == 0, result.output
     assert (
         result.stdout.strip()
-        == Translator.from_run(trained_run).translate_lines([SENTENCES[0]], beam_size=1)[0]
+        == Translator.from_run(trained_run).translate_lines([SENTENCES[0]], TranslateOptions(beam=1))[0]
     )
     piped = invoke("translate", "--run", str(trained_run), stdin="\n".join(SENTENCES) + "\n")
     assert piped.exit_code == 0 and len(piped.stdout.splitlines()) == len(SENTENCES)
@@ -285,5 +286,10 @@ def test_a_run_translates_from_its_card_whatever_its_training_section_says(
         del payload["card"]
     torch.save(payload, best)
     fp32 = ComputeType.FLOAT32
-    expected = Translator.from_run(trained_run, compute_type=fp32).translate_lines(SENTENCES, beam_size=2)
-    assert Translator.from_run(run, compute_type=fp32).translate_lines(SENTENCES, beam_size=2) == expected
+    expected = Translator.from_run(trained_run, compute_type=fp32).translate_lines(
+        SENTENCES, TranslateOptions(beam=2)
+    )
+    assert (
+        Translator.from_run(run, compute_type=fp32).translate_lines(SENTENCES, TranslateOptions(beam=2))
+        == expected
+    )

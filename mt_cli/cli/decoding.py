@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mt_cli.cli.common import option
+from mt_cli.config.options import Sampling
 from mt_cli.errors import InputError
 
 if TYPE_CHECKING:
     from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
-    from mt_cli.decode.sampling import Sampling
 
 SampleOption = option(
     bool, "--sample", help="Draw each translation at random (ancestral sampling) instead of searching."
@@ -69,8 +69,6 @@ def sampling_from(
                 f"{', '.join(given)} {'works' if len(given) == 1 else 'work'} only with --sample"
             )
         return None
-    from mt_cli.decode.sampling import Sampling
-
     return Sampling(
         top_k=top_k,
         top_p=1.0 if top_p is None else top_p,

@@ -13,6 +13,7 @@ from mt_cli.cli.common import (
     BeamOption,
     CheckpointOption,
     DeviceOption,
+    LengthPenaltyOption,
     RunOption,
     log,
     option,
@@ -86,6 +87,7 @@ def serve(
     port: PortOption = 5000,
     api_keys: ApiKeysOption = None,
     beam: BeamOption = None,
+    length_penalty: LengthPenaltyOption = None,
     alternatives_limit: AlternativesLimitOption = 3,
     max_chars: MaxCharsOption = 5000,
     batch_wait_ms: BatchWaitOption = 5.0,
@@ -104,14 +106,18 @@ def serve(
     `mt translate` decodes them. SIGTERM answers the accepted requests within
     --timeout-graceful-shutdown, then exits 0.
 
-    Exit codes: 2 a bad option or --api-keys file; 3 the port is in use or the server failed; 130 Ctrl-C.
+    Exit codes: 2 a bad option (a --beam or --alternatives-limit too wide for the model included)
+    or --api-keys file; 3 the port is in use or the server failed; 130 Ctrl-C.
     """
+    from mt_cli.config.options import TranslateOptions
+
+    options = TranslateOptions(beam=beam, length_penalty=length_penalty, scores=False)
     keys = _read_keys(api_keys) if api_keys is not None else frozenset()
     listener = _listen(host, port)  # before the model loads, so a port in use fails at once
     try:
         from mt_cli.cli.engines import open_model
-        from mt_cli.decode.results import describe_directions
-        from mt_cli.serve.alternatives import options
+        from mt_cli.config.card import describe_directions
+        from mt_cli.serve.alternatives import decode_options
         from mt_cli.serve.app import Settings, create_app
         from mt_cli.serve.server import serve as run_server
 
@@ -120,14 +126,16 @@ def serve(
         model = open_model(
             run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights, processes=1
         ).engine
-        if alternatives_limit > 0:  # what the most alternatives decode with, refused now if the engine must
-            model.resolve(options(alternatives_limit, beam, model.beam_size))
+        # What every request, and one with the most alternatives, decodes with: refused now if the
+        # engine must (a beam too wide for its vocabulary), never as a 500 per request.
+        resolved = model.resolve(options)
+        model.resolve(decode_options(alternatives_limit, options, model.beam_size))
         settings = Settings(
             max_chars=max_chars,
             max_queue=max_queue,
             max_request_lines=max_request_lines,
             batch_wait_ms=batch_wait_ms,
-            beam_size=beam,
+            options=options,
             alternatives_limit=alternatives_limit,
             api_keys=keys,
             timeout_read=timeout_read,
@@ -136,9 +144,9 @@ def serve(
             limit_concurrency=limit_concurrency,
         )
         url = _url(listener)
-        beam_size = model.beam_size if beam is None else beam
         directions = describe_directions(model.directions)
-        ready = f"mt serve: {directions} at {url} ({engine.value} engine, beam {beam_size}, {model.origin})"
+        decoding = f"beam {resolved.beam_size}, length penalty {resolved.alpha:g}"
+        ready = f"mt serve: {directions} at {url} ({engine.value} engine, {decoding}, {model.origin})"
         if not run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener, settings):
             raise RunFailure("the server did not start; see the messages above")
     finally:

@@ -42,6 +42,7 @@ from mt_cli.cli.engines import (
     EnsembleWeightsOption,
     open_model,
 )
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import EngineKind
 from mt_cli.disk.files import AtomicTextOutput, check_output_path
 from mt_cli.disk.reading import check_input_file
@@ -121,7 +122,17 @@ def translate(
     from mt_cli.cli.decoding import sampling_from, translation_lines
 
     _check_paths(text, input_file, output_file, attention)
-    sampling = sampling_from(sample, top_k, top_p, temperature, seed)
+    options = TranslateOptions(
+        beam=beam,
+        n_best=n_best,
+        length_penalty=length_penalty,
+        sampling=sampling_from(sample, top_k, top_p, temperature, seed),
+        align=align,
+        alignment_layer=alignment_layer,
+        scores=as_json or n_best > 1,  # only these print a score; greedy search goes faster without
+        tgt_lang=tgt_lang,
+        src_lang=src_lang,
+    )
     if engine is not EngineKind.MT and attention is not None:
         raise InputError("--attention needs --engine mt")
     if engine is not EngineKind.MT and align:  # before the run's export is made for nothing
@@ -133,9 +144,7 @@ def translate(
     if text is None and input_file is None:
         standard_stream("stdin")
     model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
-    scores = as_json or n_best > 1  # only these print a score; greedy search goes faster without
-    options = (beam, n_best, length_penalty, sampling, align, alignment_layer, scores, tgt_lang, src_lang)
-    model.options(*options)  # checked before a line of input is read: one line, nothing written
+    options = model.options(options)  # checked before a line of input is read: one line, nothing written
 
     chunks, total = _input_chunks(text, input_file, buffer_size)
     output = AtomicTextOutput(output_file) if output_file is not None else None
@@ -144,7 +153,7 @@ def translate(
     try:
         with tqdm(total=total, desc="translating", unit="line", leave=False, disable=quiet) as bar:
             done = 0
-            for translations in model.translate_stream(chunks, *options):
+            for translations in model.translate_stream(chunks, options):
                 _write(sink, translation_lines(translations, done, n_best > 1, align, as_json), output_file)
                 if attention is not None and done == 0:
                     _plot_attention(model.engine, translations[0], attention, tgt_lang)
@@ -260,8 +269,10 @@ def evaluate(
     output = AtomicTextOutput(output_file) if output_file is not None else None
     try:
         model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
-        direction = (src_lang, tgt_lang)
-        result = evaluate_run(model.engine, split, src, ref, beam, length_penalty, direction)
+        options = TranslateOptions(
+            beam=beam, length_penalty=length_penalty, tgt_lang=tgt_lang, src_lang=src_lang
+        )
+        result = evaluate_run(model.engine, split, src, ref, options)
         if output is not None:
             output.write("".join(h + "\n" for h in result.evaluation.hypotheses))
             output.commit()

@@ -15,7 +15,10 @@ from mt_cli.specials import SPECIAL_PIECES, TAG_PATTERN, target_tag
 SPLITS = ("train", "val", "test", "test2016", "test2017", "mscoco2017", "test2018")
 MULTI30K_LANGUAGES = ("de", "en", "fr", "cs")  # task 1 as mt ships it: line i is one sentence in all four
 # The keys of a data.corpora entry that only source=backtranslation reads, and those it never reads.
-TRANSLATION_KEYS = tuple("run text side beam_size sampling top_k top_p temperature seed cache_dir".split())
+TRANSLATION_KEYS = ("run", "text", "side", "decode", "cache_dir")
+# What a translated corpus's decode block may set: the rest is the entry's to say (its languages)
+# or means nothing for a corpus (n-best lists, alignments, scores).
+CORPUS_DECODE_KEYS = ("beam", "length_penalty", "sampling")
 _SOURCE_KEYS = ("files", "tables", "columns", "hub", "hub_config", "hub_splits")
 _LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)*")
 
@@ -111,7 +114,7 @@ def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
 def _check_translated(c: CorpusConfig, p: str, first: bool) -> None:
     """The keys of ``source: backtranslation`` (text translated by another run), on that source
     only, and the keys of other sources never on it."""
-    given = [f.name for f in dataclasses.fields(c) if getattr(c, f.name) != _default(f)]
+    given = _given(c)
     if c.source != "backtranslation":
         extra = next((key for key in given if key in TRANSLATION_KEYS), None)
         require(
@@ -135,27 +138,19 @@ def _check_translated(c: CorpusConfig, p: str, first: bool) -> None:
         bool(c.text) and all(path.strip() for path in c.text),
         f"{p}source=backtranslation needs {p}text: [file, ...], one sentence per line",
     )
-    require(c.beam_size is None or c.beam_size >= 1, f"{p}beam_size={c.beam_size} must be at least 1")
     require(c.cache_dir is None or bool(c.cache_dir.strip()), f"{p}cache_dir is empty; give a directory")
-    if not c.sampling:
-        extra = next((key for key in ("top_k", "top_p", "temperature", "seed") if key in given), None)
-        require(extra is None, f"{p}{extra} is a sampling option: set {p}sampling: true, or remove it")
-        return
-    require(
-        c.beam_size in (None, 1),
-        f"{p}sampling draws one translation per line and cannot search with {p}beam_size={c.beam_size}; "
-        "remove beam_size",
-    )
-    require(
-        c.top_k is None or c.top_k >= 1, f"{p}top_k={c.top_k} must be at least 1 (null keeps every token)"
-    )
-    require(
-        c.top_p is None or 0.0 < c.top_p <= 1.0, f"{p}top_p={c.top_p} must be in (0, 1] (1 keeps every token)"
-    )
-    require(
-        c.temperature is None or 0.0 <= c.temperature < math.inf,
-        f"{p}temperature={c.temperature} must be a number >= 0 (0 means greedy)",
-    )
+    if c.decode is not None:  # its values checked themselves as they were read (config.options)
+        extra = next((key for key in _given(c.decode) if key not in CORPUS_DECODE_KEYS), None)
+        require(
+            extra is None,
+            f"{p}decode.{extra} has no meaning for a translated corpus; it may set "
+            f"{', '.join(CORPUS_DECODE_KEYS)}",
+        )
+
+
+def _given(section: object) -> list[str]:
+    """The fields of a dataclass instance that differ from their defaults."""
+    return [f.name for f in dataclasses.fields(section) if getattr(section, f.name) != _default(f)]
 
 
 def _default(f: dataclasses.Field) -> object:

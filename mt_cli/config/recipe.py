@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from mt_cli.config.legacy import upgrade_corpora
 from mt_cli.config.rules import check_recipe
 from mt_cli.config.schema import apply_override, build
 from mt_cli.config.sections import Config
@@ -42,7 +43,7 @@ def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Confi
 
 
 def config_from_dict(raw: dict[str, Any]) -> Config:
-    config = build(Config, raw, prefix="")
+    config = build(Config, upgrade_corpora(raw, warn=True), prefix="")
     check_recipe(config)
     return config
 

@@ -12,8 +12,9 @@ rules are ``data_rules``.
 from __future__ import annotations
 
 from mt_cli.config.data_rules import check_data
+from mt_cli.config.options import OptionError, TranslateOptions
 from mt_cli.config.sections import Config, DecodeConfig, ModelConfig, TokenizerConfig, TrainConfig
-from mt_cli.errors import require
+from mt_cli.errors import ConfigError, require
 
 FREEZABLE = ("encoder", "embeddings", "decoder", "output")  # the choices of config.TrainConfig.freeze
 _PROBABILITIES = (
@@ -32,7 +33,8 @@ def check_recipe(cfg: Config) -> None:
     check_decode(cfg.decode, cfg.model)
     check_tokenizer(cfg.tokenizer, cfg.model)
     check_train(cfg.train)
-    d, m, t = cfg.data, cfg.model, cfg.train
+    d, m, t, tok = cfg.data, cfg.model, cfg.train, cfg.tokenizer
+    _check_options(cfg.decode, tok.src_vocab_size if tok.joint else tok.tgt_vocab_size)
     require(
         d.max_len + 2 <= m.max_positions,
         f"model.max_positions={m.max_positions} must be at least data.max_len + 2 = {d.max_len + 2}",
@@ -62,7 +64,7 @@ def check_model(m: ModelConfig) -> None:
 
 
 def check_decode(dec: DecodeConfig, m: ModelConfig) -> None:
-    require(dec.beam_size >= 1, f"decode.beam_size={dec.beam_size} must be at least 1")
+    _check_options(dec)
     require(
         dec.max_len_a >= 0 and dec.max_len_b >= 1, "decode.max_len_a must be >= 0 and decode.max_len_b >= 1"
     )
@@ -70,6 +72,18 @@ def check_decode(dec: DecodeConfig, m: ModelConfig) -> None:
         dec.max_tokens >= m.max_positions,
         f"decode.max_tokens={dec.max_tokens} must be >= model.max_positions={m.max_positions}",
     )
+
+
+def _check_options(dec: DecodeConfig, vocabulary: int | None = None) -> None:
+    """The decode section's beam and length penalty are the defaults of ``TranslateOptions``, so
+    its rules are theirs, and the beam's limit by the target ``vocabulary`` too (given its size,
+    as a recipe gives it); a ConfigError naming the key."""
+    try:
+        options = TranslateOptions(beam=dec.beam_size, length_penalty=dec.length_penalty)
+        options.resolved(dec.beam_size, dec.length_penalty, "", vocabulary)
+    except OptionError as err:
+        key = "beam_size" if err.key == "beam" else err.key
+        raise ConfigError(f"decode.{key}: {err}") from None
 
 
 def check_tokenizer(tok: TokenizerConfig, m: ModelConfig) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import yaml
 
+from mt_cli.config.options import OptionError
 from mt_cli.errors import ConfigError
 
 
@@ -48,7 +49,10 @@ def build(cls: type, raw: Any, prefix: str) -> Any:
             values[name] = build(hint, value, prefix=f"{prefix}{name}.")
         else:
             values[name] = coerce(value, hint, f"{prefix}{name}")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except OptionError as err:  # decoding options check themselves (``options``); name the key
+        raise ConfigError(f"{prefix}{err.key}: {err}") from None
 
 
 def coerce(value: Any, hint: Any, key: str) -> Any:

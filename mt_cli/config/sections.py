@@ -8,6 +8,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mt_cli.config.options import TranslateOptions
+
 Source = Literal["multi30k", "files", "table", "hub"]
 # A corpus entry may also be made by translating text with another run (train/backtranslation.py).
 CorpusSource = Literal["multi30k", "files", "table", "hub", "backtranslation"]
@@ -34,17 +36,12 @@ class CorpusConfig:
     tag: str | None = None  # e.g. "<bt>": a SentencePiece user-defined symbol before every source
     # source=backtranslation: ``text`` (one sentence per line, on this corpus's ``side``) translated
     # by the model of ``run`` (RUN or RUN:CHECKPOINT) into the other side; train_limit: its first N
-    # lines. Beam search (beam_size; None: the run's own) or sampling (top_k, top_p, temperature,
-    # seed; None: all tokens, 1.0, 1.0, 0). The pairs are kept in cache_dir (None: that run's synthetic/).
+    # lines. ``decode``: how (beam, length_penalty, sampling; None: the run's own beam search). The
+    # pairs are kept in cache_dir (None: that run's synthetic/).
     run: str | None = None
     text: list[str] = field(default_factory=list)
     side: Literal["target", "source"] = "target"  # source: forward translation (self-training)
-    beam_size: int | None = None
-    sampling: bool = False
-    top_k: int | None = None
-    top_p: float | None = None
-    temperature: float | None = None
-    seed: int | None = None
+    decode: TranslateOptions | None = None
     cache_dir: str | None = None
 
 

@@ -7,13 +7,15 @@ decode); this module only says where the result goes and reads it like a pair of
 
 A synthetic corpus lives in ``CACHE/<key>/`` (CACHE: the entry's ``cache_dir``, or ``synthetic/``
 in the translating run's directory), where the key hashes everything the translations depend on:
-the checkpoint's bytes (SHA-256), the text files' bytes, ``train_limit`` and the decoding. Any
+the checkpoint's bytes (SHA-256), the text files' bytes, ``train_limit`` and the decoding (the
+entry's ``TranslateOptions``, as ``dataclasses.asdict`` spells them; None: the run's own). Any
 run that asks for the same translations reuses it. The directory holds::
 
     text.txt          the text as read, one line per line (the first train_limit lines)
     translation.txt   line i: the run's translation of line i of text.txt
-    provenance.json   run, checkpoint and its SHA-256, direction, text files, decoding, seed,
-                      lines, seconds, when, mt version (the prepared corpus's manifest repeats it)
+    provenance.json   run, checkpoint and its SHA-256, direction, text files, decoding (the
+                      options resolved with the run's defaults, sampling seed included), lines,
+                      seconds, when, mt version (the prepared corpus's manifest repeats it)
 
 It is built under a temporary name and renamed when whole, so one that exists is complete.
 """
@@ -27,13 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.config.sections import CorpusConfig
 from mt_cli.disk.files import file_sha256, json_digest
 from mt_cli.disk.layout import RunDir, run_and_checkpoint
 from mt_cli.disk.reading import check_readable_file
 from mt_cli.errors import DataError
 
-FORMAT = 1  # bump when the layout or the meaning of a key changes: older caches are then remade
+# Bump when the layout or the meaning of a key changes: older caches are then remade. 2: the
+# decoding is asdict(TranslateOptions) (1 spelled the entry's flat keys).
+FORMAT = 2
 TEXT, TRANSLATION, PROVENANCE = "text.txt", "translation.txt", "provenance.json"
 
 
@@ -47,7 +52,7 @@ class Synthetic:
     text: tuple[Path, ...]
     text_sha256: tuple[str, ...]
     languages: tuple[str, str]  # (the text's language, the language it is translated into)
-    decoding: dict[str, Any]
+    options: TranslateOptions  # as the entry asks, not yet resolved with the run's defaults
     train_limit: int | None
     side: str  # which side of the pairs the text is: target (back-translation) or source
     key: str = ""
@@ -60,7 +65,7 @@ class Synthetic:
             "checkpoint_sha256": self.checkpoint_sha256,
             "text_sha256": list(self.text_sha256),
             "languages": list(self.languages),
-            "decoding": self.decoding,
+            "decoding": dataclasses.asdict(self.options),
             "train_limit": self.train_limit,
         }
 
@@ -85,17 +90,11 @@ class Synthetic:
         return (translation, text) if self.side == "target" else (text, translation)
 
 
-def decoding_of(entry: CorpusConfig) -> dict[str, Any]:
-    """The decoding options an entry asks for, with the defaults spelled out (beam None: the run's)."""
-    if not entry.sampling:
-        return {"beam_size": entry.beam_size, "sampling": None}
-    sampling = {
-        "top_k": entry.top_k,
-        "top_p": 1.0 if entry.top_p is None else entry.top_p,
-        "temperature": 1.0 if entry.temperature is None else entry.temperature,
-        "seed": 0 if entry.seed is None else entry.seed,
-    }
-    return {"beam_size": 1, "sampling": sampling}
+def options_of(entry: CorpusConfig) -> TranslateOptions:
+    """The options an entry's text is translated with: its ``decode`` block (None: the run's own
+    beam search), into the entry's other language, without scores (nobody reads them)."""
+    decode = DEFAULT_OPTIONS if entry.decode is None else entry.decode
+    return dataclasses.replace(decode, scores=False, tgt_lang=text_languages(entry)[1])
 
 
 def text_languages(entry: CorpusConfig) -> tuple[str, str]:
@@ -124,7 +123,7 @@ def resolve(entry: CorpusConfig) -> Synthetic:
         text=text,
         text_sha256=tuple(map(sha256, text)),
         languages=text_languages(entry),
-        decoding=decoding_of(entry),
+        options=options_of(entry),
         train_limit=entry.train_limit,
         side=entry.side,
     )

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mt_cli.config.card import ModelCard, card_from_dict
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.decode.engine import (
     CardEngine,
     Warn,
@@ -29,7 +30,7 @@ from mt_cli.decode.engine import (
     target_pieces,
 )
 from mt_cli.decode.hypotheses import output_limit
-from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
+from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import CheckpointError, InputError
 from mt_cli.runtime.precision import ComputeType
@@ -86,7 +87,7 @@ class CTranslate2Engine(CardEngine):
     def resolve(self, options: TranslateOptions) -> TranslateOptions:
         if options.align:
             raise InputError(NO_ALIGNMENT)
-        return options.resolved(self.card.decode, self.card.data)
+        return self.resolved(options)
 
     def translate(
         self,

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.hypotheses import normalised
-from mt_cli.decode.results import TranslateOptions
 from mt_cli.decode.sampling import draw, line_seed, truncated_distribution
 from mt_cli.specials import EOS_ID
 from mt_cli.text.tokenizer import Tokenizer

@@ -18,17 +18,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
-from mt_cli.config.card import ModelCard
-from mt_cli.decode.results import (
-    DEFAULT_OPTIONS,
-    Alignment,
-    Score,
-    TranslateOptions,
-    Translation,
-    target_language,
-)
+from mt_cli.config.card import ModelCard, target_language
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
+from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.errors import InputError
 from mt_cli.text.tags import translation_prefix
 from mt_cli.text.tokenizer import Tokenizer
@@ -91,7 +86,8 @@ class Engine(Protocol):
 
     def resolve(self, options: TranslateOptions) -> TranslateOptions:
         """``options`` with the card's defaults filled in; an ``InputError`` if this engine
-        cannot do what they ask (checked before any line is read)."""
+        cannot do what they ask (checked before any line is read), a beam too wide for its
+        target vocabulary included."""
         ...
 
     def translate(
@@ -135,14 +131,9 @@ class Engine(Protocol):
         ...
 
     def translate_lines(
-        self,
-        lines: Sequence[str],
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
-        warn: Warn = ...,
-        tgt_lang: str | None = None,
+        self, lines: Sequence[str], options: TranslateOptions = ..., warn: Warn = ...
     ) -> list[str]:
-        """One detokenized translation per line (``mt serve`` and ``mt eval`` read only that)."""
+        """One detokenized translation per line, without scores (what ``mt eval`` reads)."""
         ...
 
 
@@ -192,6 +183,11 @@ class CardEngine:
             self.src_tok, lines, max_positions, warn, first_line, self.source_prefix(tgt_lang)
         )
 
+    def resolved(self, options: TranslateOptions) -> TranslateOptions:
+        """``options`` with the card's defaults filled in, checked against the card and the size
+        of the target vocabulary (each engine's ``resolve`` adds what it cannot do)."""
+        return self.card.resolve(options, self.tgt_tok.vocab_size)
+
     def prefix_pieces(self, tgt_lang: str | None) -> int:
         """How many pieces ``source_prefix`` puts before a source (a tag is one piece)."""
         return len(self.source_prefix(tgt_lang).split())
@@ -207,17 +203,9 @@ class CardEngine:
         raise NotImplementedError
 
     def translate_lines(
-        self,
-        lines: Sequence[str],
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
-        warn: Warn = ignore,
-        tgt_lang: str | None = None,
+        self, lines: Sequence[str], options: TranslateOptions = DEFAULT_OPTIONS, warn: Warn = ignore
     ) -> list[str]:
-        options = TranslateOptions(
-            beam=beam_size, length_penalty=length_penalty, scores=False, tgt_lang=tgt_lang
-        )
-        return [t.text for t in self.translate(lines, options, warn)]
+        return [t.text for t in self.translate(lines, replace(options, scores=False), warn)]
 
 
 def check_pairs(sources: Sequence[str], targets: Sequence[str]) -> None:

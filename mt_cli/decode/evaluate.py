@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mt_cli.config.card import target_language
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.config.sections import DataConfig
 from mt_cli.decode.engine import Engine
-from mt_cli.decode.results import target_language
 from mt_cli.errors import InputError
 
 # Lines translated between two progress-bar updates: big enough that sorting by length within a
@@ -108,19 +109,19 @@ def evaluate_run(
     split: str,
     src: Path | None,
     ref: Path | None,
-    beam: int | None,
-    length_penalty: float | None,
-    languages: tuple[str | None, str | None] = (None, None),
+    options: TranslateOptions = DEFAULT_OPTIONS,
 ) -> RunEvaluation:
-    """Translate a split of the model's corpus (or ``src``) with ``engine`` and score it, in the
-    direction ``languages`` (source, target) name (``direction_of``)."""
+    """Translate a split of the model's corpus (or ``src``) with ``engine`` and ``options``
+    (checked before anything is read) and score it, in the direction the options' ``src_lang``
+    and ``tgt_lang`` name (``direction_of``)."""
     from tqdm import tqdm
 
     from mt_cli.disk.reading import batched
 
     if (src is None) != (ref is None):
         raise InputError("--src and --ref go together: give both files or neither")
-    direction = direction_of(engine.card.data, *languages)
+    direction = direction_of(engine.card.data, options.src_lang, options.tgt_lang)
+    options = engine.resolve(replace(options, tgt_lang=direction[1], scores=False))
     if src is not None and ref is not None:
         sources, references, name = paired_files(src, ref, "--src")
     else:
@@ -128,8 +129,6 @@ def evaluate_run(
 
         corpus = load_corpus(engine.card.data.direction_entry(direction), [split])[split]
         sources, references, name = corpus["src"], corpus["tgt"], split
-    beam_size = engine.card.decode.beam_size if beam is None else beam
-    alpha = engine.card.decode.length_penalty if length_penalty is None else length_penalty
 
     def translate(lines: list[str]) -> list[str]:
         out: list[str] = []
@@ -137,13 +136,15 @@ def evaluate_run(
             total=len(lines), desc=f"translating {name}", unit="line", leave=False, disable=None
         ) as bar:
             for chunk in batched(iter(lines), PROGRESS_CHUNK):
-                out += engine.translate_lines(chunk, beam_size, alpha, tgt_lang=direction[1])
+                out += engine.translate_lines(chunk, options)
                 bar.update(len(chunk))
         return out
 
     several = len(engine.card.data.directions()) > 1
     evaluation = evaluate(translate, sources, references)
-    return RunEvaluation(name, beam_size, alpha, engine.origin, evaluation, direction if several else None)
+    return RunEvaluation(
+        name, options.beam_size, options.alpha, engine.origin, evaluation, direction if several else None
+    )
 
 
 def score_files(hyp: Path, ref: Path) -> Scores:

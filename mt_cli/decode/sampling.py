@@ -1,4 +1,5 @@
-"""Ancestral sampling with temperature, top-k and top-p (nucleus), reproducible per line.
+"""Ancestral sampling with temperature, top-k and top-p (nucleus), reproducible per line: the
+search that ``config.options.Sampling`` describes.
 
 A line's sample depends on the seed and the line only: each sentence draws from its own
 ``torch.Generator``, seeded by ``line_seed(seed, line)`` (a stable hash, unlike ``hash()``), and
@@ -12,40 +13,14 @@ more coarsely, so there such a flip is that much likelier; the guarantee is test
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from mt_cli.config.options import Sampling
 from mt_cli.decode.hypotheses import Decoder, Found
 from mt_cli.decode.search import one_per_row
-from mt_cli.errors import InputError
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How to sample: each step divides the logits by ``temperature``, keeps the ``top_k`` most
-    probable tokens (None: all), then the smallest set of those whose probability reaches
-    ``top_p`` (1.0: all), and draws from what is left, renormalised.
-
-    ``temperature`` 0 means no randomness: the most probable token, i.e. greedy search.
-    ``seed`` is combined with each line's text by ``line_seed``.
-    """
-
-    top_k: int | None = None
-    top_p: float = 1.0
-    temperature: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.top_k is not None and (isinstance(self.top_k, bool) or self.top_k < 1):
-            raise InputError(f"top-k {self.top_k} must be at least 1 (leave it out to keep every token)")
-        if not 0.0 < self.top_p <= 1.0:  # also catches NaN
-            raise InputError(f"top-p {self.top_p} must be in (0, 1] (1 keeps every token)")
-        if not 0.0 <= self.temperature < math.inf:  # also catches NaN
-            raise InputError(f"temperature {self.temperature} must be a number >= 0 (0 means greedy)")
 
 
 def line_seed(seed: int, line: str) -> int:

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from mt_cli.config.card import ModelCard
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
 from mt_cli.decode import search
@@ -32,7 +33,7 @@ from mt_cli.decode.engine import (
 from mt_cli.decode.ensemble import Ensemble
 from mt_cli.decode.hypotheses import Found, normalised
 from mt_cli.decode.processes import BatchPool, default_processes
-from mt_cli.decode.results import DEFAULT_OPTIONS, Alignment, Hypothesis, Score, TranslateOptions, Translation
+from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.decode.scoring import force_decode
 from mt_cli.errors import InputError
@@ -153,7 +154,7 @@ class Translator(CardEngine):
     def resolve(self, options: TranslateOptions) -> TranslateOptions:
         if options.align:
             self._check_layer(options.alignment_layer)
-        return options.resolved(self.card.decode, self.card.data)
+        return self.resolved(options)
 
     def translate(
         self,

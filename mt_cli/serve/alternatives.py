@@ -2,11 +2,12 @@
 decodes and answers it.
 
 A request for N alternatives is decoded with ``n_best`` N + 1 and a beam of at least N + 1
-(``max(beam, N + 1)``, the beam otherwise the server's), so its best translation may differ from
-that of a request without alternatives when N + 1 is wider than the beam. LibreTranslate's Argos
-engine decodes with ``max(N + 1, 4)``; mt keeps the server's beam where it is wide enough.
+(``max(beam, N + 1)``, the beam otherwise the server's: ``mt serve --beam``, or the model card's),
+so its best translation may differ from that of a request without alternatives when N + 1 is
+wider than the beam. LibreTranslate's Argos engine decodes with ``max(N + 1, 4)``; mt keeps the
+server's beam where it is wide enough.
 
-A text of several lines has each line translated on its own (``api.split_lines``); its k-th
+A text of several lines has each line translated on its own (``request.split_lines``); its k-th
 alternative joins each line's k-th hypothesis with "\\n" (a line with fewer hypotheses, such as
 an empty line, gives its best), as Argos Translate joins its paragraphs' hypotheses. As
 LibreTranslate does, an alternative equal to the best translation, to an earlier alternative or
@@ -16,35 +17,34 @@ empty is left out, so a text may get fewer than N.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
-from mt_cli.decode.results import TranslateOptions
 
 Hypotheses = tuple[str, ...]  # a line's translations, best first: one without alternatives
-Key = tuple[int, str | None]  # a batch's settings: how many alternatives, which target language
 
 
-def options(
-    alternatives: int, beam: int | None, default_beam: int, tgt_lang: str | None = None
-) -> TranslateOptions:
-    """What a request for ``alternatives`` (over 0) decodes with: n-best N + 1 in a beam of at
-    least N + 1, the server's ``beam`` (None: the model's ``default_beam``) where it is wider."""
+def decode_options(alternatives: int, server: TranslateOptions, default_beam: int) -> TranslateOptions:
+    """What a request for ``alternatives`` decodes with: the ``server``'s options, and for N
+    over 0 n-best N + 1 in a beam of at least N + 1, the server's beam (None: the model's
+    ``default_beam``) where it is wider."""
+    if alternatives == 0:
+        return server
     wanted = alternatives + 1
-    beam_size = max(default_beam if beam is None else beam, wanted)
-    return TranslateOptions(beam=beam_size, n_best=wanted, tgt_lang=tgt_lang)
+    beam = max(default_beam if server.beam is None else server.beam, wanted)
+    return replace(server, beam=beam, n_best=wanted)
 
 
-def decoder(engine: Engine, beam: int | None) -> Callable[[list[str], Key], list[Hypotheses]]:
-    """The batcher's engine call: lines and (how many alternatives, the target language) -> each
-    line's hypotheses. One call writes one language, so the batcher never mixes targets in a
-    batch. Without alternatives it is ``translate_lines`` with the server's beam, as before they
-    existed."""
+def decoder(engine: Engine) -> Callable[[list[str], TranslateOptions], list[Hypotheses]]:
+    """The batcher's engine call: lines and the options of their requests (a batch's key: one
+    call decodes with one beam and n-best, into one language) -> each line's hypotheses.
+    Without alternatives it is ``translate_lines``, as before they existed."""
 
-    def decode(lines: list[str], key: Key) -> list[Hypotheses]:
-        alternatives, tgt_lang = key
-        if alternatives == 0:
-            return [(text,) for text in engine.translate_lines(lines, beam_size=beam, tgt_lang=tgt_lang)]
-        found = engine.translate(lines, options(alternatives, beam, engine.beam_size, tgt_lang))
+    def decode(lines: list[str], key: TranslateOptions) -> list[Hypotheses]:
+        if key.n_best == 1:
+            return [(text,) for text in engine.translate_lines(lines, key)]
+        found = engine.translate(lines, key)
         return [tuple(hyp.text for hyp in translation.hypotheses) for translation in found]
 
     return decode

@@ -27,10 +27,13 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
-from mt_cli.serve import alternatives, api, body
+from mt_cli.errors import InputError
+from mt_cli.serve import alternatives, body, parse
 from mt_cli.serve.batcher import Batcher, EngineFailed
 from mt_cli.serve.handlers import Guard, add_error_handlers
+from mt_cli.serve.request import CONFIDENCE
 
 logger = logging.getLogger("mt.serve")
 
@@ -52,7 +55,9 @@ class Settings:
     max_request_lines: int | None = None  # lines of one request (400 past it); None: half the queue
     batch_wait_ms: float = 5.0  # how long the batcher waits for more requests after the first
     batch_lines: int = 256  # lines that close a batch before the wait is over
-    beam_size: int | None = None  # None: the engine's own (the model card's)
+    # How every request decodes (--beam, --length-penalty; None: the model card's), its target
+    # and alternatives set per request (``request.TranslateRequest.options``).
+    options: TranslateOptions = TranslateOptions(scores=False)
     alternatives_limit: int = 3  # alternatives a request may ask for (400 past it); 0: none
     api_keys: frozenset[str] = frozenset()  # empty: no key needed
     timeout_read: float = 10.0  # seconds for a request's headers, and again for its body
@@ -77,16 +82,16 @@ class Settings:
 
 def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] | None = None) -> FastAPI:
     """The server for ``engine``; ``on_ready`` runs once the batcher runs, before the first request."""
-    # Keyed by the number of alternatives and the target: one engine call decodes with one beam
-    # and n-best, into one language.
-    batcher: Batcher[alternatives.Key, alternatives.Hypotheses] = Batcher(
-        alternatives.decoder(engine, settings.beam_size),
+    # Keyed by the requests' options: one engine call decodes with one beam and n-best, into one
+    # language.
+    batcher: Batcher[TranslateOptions, alternatives.Hypotheses] = Batcher(
+        alternatives.decoder(engine),
         settings.max_queue,
         settings.batch_wait_ms / 1000,
         settings.batch_lines,
         engine.parallel_batches,
     )
-    pair = api.Pair(
+    pair = parse.Pair(
         engine.src_lang,
         engine.tgt_lang,
         settings.max_chars,
@@ -130,45 +135,50 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         content = await body.read_body(
             request.receive, request.headers, settings.max_body, settings.timeout_read, stopping
         )
-        return await api.read_fields(request, content)
+        return await parse.read_fields(request, content)
 
-    _add_api_routes(app, batcher, pair, settings, read_fields)
+    _add_api_routes(app, engine, batcher, pair, settings, read_fields)
     _add_info_routes(app, batcher, pair, settings)
     return app
 
 
 def _add_api_routes(
     app: FastAPI,
-    batcher: Batcher[alternatives.Key, alternatives.Hypotheses],
-    pair: api.Pair,
+    engine: Engine,
+    batcher: Batcher[TranslateOptions, alternatives.Hypotheses],
+    pair: parse.Pair,
     settings: Settings,
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
 ) -> None:
     @app.post("/translate")
     async def translate(request: Request) -> dict[str, Any]:
         fields = await read_fields(request)
-        api.check_key(fields, settings.api_keys)
-        job = api.parse_translate(fields, pair)
+        parse.check_key(fields, settings.api_keys)
+        job = parse.parse_translate(fields, pair)
+        try:  # checked before it is queued: options the engine cannot decode with are the client's
+            options = engine.resolve(job.options(settings.options, engine.beam_size))
+        except InputError as err:
+            raise parse.ApiError(400, f"invalid request: {err}") from None
         try:
-            work = batcher.translate(job.lines(), (job.alternatives, job.target))
+            work = batcher.translate(job.lines(), options)
             outputs = await body.unless_client_leaves(request.receive, work)
         except EngineFailed as err:  # input that passed every check failed alone: mt's bug, one line
             logger.error("mt serve: the engine failed on one request: %s", err)
-            raise api.ApiError(500, f"Cannot translate text: {api.show(str(err.cause), 200)}") from None
+            raise parse.ApiError(500, f"Cannot translate text: {parse.show(str(err.cause), 200)}") from None
         return job.answer(outputs, pair.source)
 
     @app.post("/detect")
     async def detect(request: Request) -> list[dict[str, Any]]:
         fields = await read_fields(request)
-        api.check_key(fields, settings.api_keys)
-        api.parse_detect(fields, pair)
-        return [{"confidence": api.CONFIDENCE, "language": pair.source}]
+        parse.check_key(fields, settings.api_keys)
+        parse.parse_detect(fields, pair)
+        return [{"confidence": CONFIDENCE, "language": pair.source}]
 
 
 def _add_info_routes(
     app: FastAPI,
-    batcher: Batcher[alternatives.Key, alternatives.Hypotheses],
-    pair: api.Pair,
+    batcher: Batcher[TranslateOptions, alternatives.Hypotheses],
+    pair: parse.Pair,
     settings: Settings,
 ) -> None:
     page = importlib.resources.files("mt_cli.serve").joinpath("page.html").read_text(encoding="utf-8")

@@ -17,7 +17,7 @@ LibreTranslate leaves open:
   LibreTranslate's ``detectedLanguage`` (``{"confidence": 100.0, "language": SRC}``, a list
   for a list ``q``). The server does not inspect the text: it detects nothing.
 * Each ``q`` is split into lines (on "\\n", as ``mt translate`` reads a file) and each line is
-  translated on its own, then joined again, so a text keeps its line breaks.
+  translated on its own, then joined again, so a text keeps its line breaks (``request``).
 * ``alternatives`` (N, a JSON number or a string of digits, as a form sends it; missing, null or
   "" is 0) asks for N more translations of each text, which the answer lists as LibreTranslate
   does (``alternatives.py`` says how they are made); more than the server's limit is a 400, as in
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +35,9 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
-from mt_cli.decode.results import describe_directions
-from mt_cli.serve.alternatives import Hypotheses, join
+from mt_cli.config.card import describe_directions
+from mt_cli.serve.request import TranslateRequest
 
-CONFIDENCE = 100.0  # LibreTranslate's scale (percent) for a language it was told, not guessed
 _INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
 _LONGEST = 18  # digits read of an integer: int() refuses past 4,300, and any limit is far below
 
@@ -83,42 +81,6 @@ class Pair:
     def describe(self) -> str:
         """``"de -> en, fr -> en"``, as messages name the directions."""
         return describe_directions(self.directions)
-
-
-@dataclass(frozen=True)
-class TranslateRequest:
-    texts: list[str]  # q, always as a list
-    batch: bool  # q was a list, so translatedText is one
-    auto: bool  # source was "auto", so the answer says which language was assumed
-    alternatives: int = 0  # more translations asked for each text
-    target: str | None = None  # the language to write (None: the engine's default)
-
-    def lines(self) -> list[str]:
-        """Every line of every text, in order: what the engine decodes."""
-        return [line for text in self.texts for line in split_lines(text)]
-
-    def answer(self, outputs: Sequence[Hypotheses], source: str) -> dict[str, Any]:
-        """LibreTranslate's answer from the hypotheses (best first) of ``lines()``, in order."""
-        translated, alternatives, start = [], [], 0
-        for text in self.texts:
-            count = len(split_lines(text))
-            lines = outputs[start : start + count]
-            translated.append("\n".join(hyps[0] for hyps in lines))
-            alternatives.append(join(lines, self.alternatives))
-            start += count
-        body: dict[str, Any] = {"translatedText": translated if self.batch else translated[0]}
-        if self.auto:
-            detected = {"confidence": CONFIDENCE, "language": source}
-            body["detectedLanguage"] = [detected] * len(self.texts) if self.batch else detected
-        if self.alternatives > 0:  # LibreTranslate has the key only when alternatives were asked for
-            body["alternatives"] = alternatives if self.batch else alternatives[0]
-        return body
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines split on "\\n" alone, a CR before it dropped; a final newline keeps an empty last line,
-    so that joining the translations with "\\n" gives back the same line structure."""
-    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 async def read_fields(request: Request, body: bytes) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mt_cli.config.card import card_from_dict
+from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
 from mt_cli.decode.hypotheses import output_limit
 from mt_cli.disk.layout import ExportFiles
@@ -126,11 +127,12 @@ def child(job: dict[str, Any]) -> None:
     engine = _open(Case(job["case"]), Path(job["run"]), job["checkpoint"], model_dir)
     load_seconds = time.perf_counter() - start
     lines = Path(job["lines"]).read_text(encoding="utf-8").splitlines()
-    engine.translate_lines(lines[:WARM_UP_LINES], beam_size=job["beam"])
+    options = TranslateOptions(beam=job["beam"])
+    engine.translate_lines(lines[:WARM_UP_LINES], options)
     passes = []
     for _ in range(2):  # cold: shapes not met before; steady: what a server or a long job sees
         start = time.perf_counter()
-        out = engine.translate_lines(lines, beam_size=job["beam"])
+        out = engine.translate_lines(lines, options)
         passes.append(time.perf_counter() - start)
     Path(job["out"]).write_text("".join(line + "\n" for line in out), encoding="utf-8")
     workers = _children_peak_kib()  # mt's decoding workers, still alive with the engine

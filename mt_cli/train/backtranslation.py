@@ -4,9 +4,10 @@ Back-translation (Sennrich et al. 2016) gives a corpus target-side text and, as 
 text's translation by a model of the reverse direction (``run``); forward translation (self-
 training, ``side: source``) gives it source-side text and, as its targets, a forward model's
 translation. Beam search or sampling (Edunov et al. 2018: sampled sources teach more than beam
-ones) with the options of the entry. The data layer cannot decode, so this module, run by
-``mt prepare`` and ``mt train`` (rank 0) before tokenizers and prepared corpora, translates the
-text into the folder ``data.synthetic`` names and the data layer reads it like two text files.
+ones) with the entry's ``decode`` options (a ``TranslateOptions``). The data layer cannot decode,
+so this module, run by ``mt prepare`` and ``mt train`` (rank 0) before tokenizers and prepared
+corpora, translates the text into the folder ``data.synthetic`` names and the data layer reads it
+like two text files.
 
 The text streams through in chunks (``CHUNK`` lines at a time, under a progress bar): 145,000
 captions never sit in memory at once. The folder is written under a temporary name and renamed
@@ -17,6 +18,7 @@ depend on the machine's bf16 support.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import time
@@ -25,10 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.config.sections import Config, CorpusConfig
 from mt_cli.data import synthetic
-from mt_cli.decode.results import TranslateOptions
-from mt_cli.decode.sampling import Sampling
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.files import check_output_path, temporary_directory_next_to, write_json
 from mt_cli.disk.reading import batched, count_lines, stream_file_lines
@@ -84,7 +85,7 @@ def _translate(made: synthetic.Synthetic, label: str, device: str, log: Callable
             f"set {label}.cache_dir to a writable directory"
         ) from None
     check_output_path(made.directory, f"{label}.cache_dir")
-    options = translator.resolve(_options(made))
+    options = translator.resolve(made.options)
     total = _line_count(made)
     text_lang, to_lang = made.languages
     log(
@@ -140,14 +141,6 @@ def _check_direction(translator: Translator, made: synthetic.Synthetic, label: s
         )
 
 
-def _options(made: synthetic.Synthetic) -> TranslateOptions:
-    decoding = made.decoding
-    sampling = Sampling(**decoding["sampling"]) if decoding["sampling"] is not None else None
-    return TranslateOptions(
-        beam=decoding["beam_size"], sampling=sampling, scores=False, tgt_lang=made.languages[1]
-    )
-
-
 def _describe(options: TranslateOptions) -> str:
     s = options.sampling
     if s is None:
@@ -179,7 +172,6 @@ def _one_line(text: str) -> str:
 def _provenance(
     made: synthetic.Synthetic, options: TranslateOptions, lines: int, cut: int, seconds: float
 ) -> dict[str, Any]:
-    sampling = options.sampling
     return {
         "run": str(made.run),
         "checkpoint": str(made.checkpoint),
@@ -189,14 +181,7 @@ def _provenance(
             {"file": str(path), "sha256": sha} for path, sha in zip(made.text, made.text_sha256, strict=True)
         ],
         "train_limit": made.train_limit,
-        "decoding": {
-            "beam_size": options.beam_size,
-            "length_penalty": options.alpha if sampling is None else None,
-            "sampling": None
-            if sampling is None
-            else {"top_k": sampling.top_k, "top_p": sampling.top_p, "temperature": sampling.temperature},
-        },
-        "seed": sampling.seed if sampling is not None else None,
+        "decoding": dataclasses.asdict(options),  # resolved: the run's beam and length penalty
         "lines": lines,
         "cut": cut,  # lines longer than the model's positions, translated from their start
         "seconds": round(seconds, 1),

@@ -24,6 +24,7 @@ from torch import nn
 
 from mt_cli.checkpoint import Checkpoint, average_checkpoints
 from mt_cli.config.card import ModelCard
+from mt_cli.config.options import TranslateOptions
 from mt_cli.config.recipe import config_to_dict
 from mt_cli.config.sections import Config
 from mt_cli.data.batch import source_ids, target_ids
@@ -137,7 +138,9 @@ class Validator:
             return loss, float("nan"), float("nan")
         translator, direction = self.translator(model), self.data.evaluation[index]
         scores = evaluate(
-            lambda lines: translator.translate_lines(lines, beam_size=1, tgt_lang=direction.tgt_lang),
+            lambda lines: translator.translate_lines(
+                lines, TranslateOptions(beam=1, tgt_lang=direction.tgt_lang)
+            ),
             direction.val_src,
             direction.val_ref,
         ).scores
@@ -174,7 +177,7 @@ class Validator:
             for beam in sorted({1, self.cfg.decode.beam_size}):
                 result = evaluate(
                     lambda lines, b=beam, d=direction: translator.translate_lines(
-                        lines, beam_size=b, tgt_lang=d.tgt_lang
+                        lines, TranslateOptions(beam=b, tgt_lang=d.tgt_lang)
                     ),
                     direction.test_src,
                     direction.test_ref,
