@@ -106,9 +106,8 @@ def test_a_pre_norm_model_exports_exactly(trained: TrainedModel, tmp_path: Path,
     pre_norm = TrainedModel(card, trained.src_tok, trained.tgt_tok, model)
     engine = CTranslate2Engine(export_ctranslate2(pre_norm, tmp_path / "pre", Quantization.FLOAT32))
     translator = Translator.of(pre_norm, "cpu", ComputeType.FLOAT32)
-    assert engine.translate_lines(sentences[:20], TranslateOptions(beam=1)) == translator.translate_lines(
-        sentences[:20], beam_size=1
-    )
+    greedy = TranslateOptions(beam=1)
+    assert engine.translate_lines(sentences[:20], greedy) == translator.translate_lines(sentences[:20], greedy)
 
 
 def test_a_published_models_options_export_exactly(trained: TrainedModel, tmp_path: Path, sentences) -> None:
