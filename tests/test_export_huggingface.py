@@ -269,3 +269,20 @@ def test_a_model_with_target_tags_reads_marians_language_code(
     assert typed == tagged.encode_sources(lines, warn=lambda message: None, tgt_lang="en")
     assert typed[0][0] == tagged.src_tok.piece_id("<2en>")
     assert "start every text with `>>en<<`" in (out / "README.md").read_text()
+
+
+def test_the_bench_row_of_the_export_translates_as_mt(
+    translator: Translator, exported: Path, german: list[str]
+) -> None:
+    """``mt bench --engines``' Hugging Face row decodes with the options it is given: greedy line
+    for line as mt; a beam of 3 as mt's beam but where a hypothesis runs into the length limit
+    (``generate`` and mt stop a beam there differently; the greedy test above says more)."""
+    from mt_cli.tools.engines import HuggingFaceEngine
+
+    engine = HuggingFaceEngine(exported)
+    greedy = TranslateOptions(beam=1)
+    assert engine.translate_lines(german[:30], greedy) == translator.translate_lines(german[:30], greedy)
+    beam = TranslateOptions(beam=3, length_penalty=0.5)
+    theirs, ours = engine.translate_lines(german[:30], beam), translator.translate_lines(german[:30], beam)
+    assert sum(a == b for a, b in zip(theirs, ours)) >= 28
+    assert theirs != engine.translate_lines(german[:30], greedy)  # the beam was used

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mt_cli.config.card import card_from_dict
-from mt_cli.config.options import TranslateOptions
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.decode.engine import Engine
 from mt_cli.decode.hypotheses import output_limit
 from mt_cli.disk.layout import ExportFiles
@@ -66,10 +66,12 @@ class HuggingFaceEngine:
         self.tokenizer = MarianTokenizer.from_pretrained(model_dir)
         self.origin = str(model_dir)
 
-    def translate_lines(self, lines: Sequence[str], beam_size: int | None = None, **unused: Any) -> list[str]:
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions = DEFAULT_OPTIONS) -> list[str]:
+        """One translation per line with ``options``' beam and length penalty (the card's if unset)."""
         import torch
 
         dec = self.card.decode
+        options = self.card.resolve(options)
         ids = self.tokenizer([line.strip() for line in lines])["input_ids"]
         groups: dict[int, list[int]] = defaultdict(list)
         for index, source in enumerate(ids):
@@ -85,8 +87,8 @@ class HuggingFaceEngine:
                 with torch.inference_mode():
                     generated = self.model.generate(
                         **batch,
-                        num_beams=beam_size or dec.beam_size,
-                        length_penalty=dec.length_penalty,
+                        num_beams=options.beam_size,
+                        length_penalty=options.alpha,
                         early_stopping=True,
                         do_sample=False,
                         max_new_tokens=limit,
