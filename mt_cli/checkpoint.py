@@ -84,14 +84,7 @@ class Checkpoint:
             payload = torch.load(path, map_location=map_location, weights_only=True)
         except OSError as err:
             raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror or err}") from None
-        except (
-            RuntimeError,
-            EOFError,
-            pickle.UnpicklingError,
-            zipfile.BadZipFile,
-            ValueError,
-            KeyError,
-        ) as err:
+        except _LOAD_ERRORS as err:
             reason = _load_failure(err)
             raise CheckpointError(
                 f"checkpoint {path} is damaged or truncated ({reason}); retrain or pick another"

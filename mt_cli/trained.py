@@ -38,15 +38,10 @@ class TrainedModel:
         return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
 
 
-def open_run(run_dir: str | Path) -> RunDir:
-    """The run directory ``run_dir``, or a CheckpointError saying it does not exist."""
-    return RunDir(Path(run_dir)).existing()
-
-
 def load_trained(run_dir: str | Path, checkpoint: str | None = None) -> TrainedModel:
     """The run's checkpoint ``checkpoint`` (a name in the run or a file; None: best.pt) with the
     run's tokenizers. Whatever is missing or damaged is a one-line CheckpointError."""
-    run = open_run(run_dir)
+    run = RunDir(Path(run_dir)).existing()
     path = run.find_checkpoint(checkpoint)
     return trained_from(run, path, Checkpoint.load(path))
 

@@ -13,7 +13,7 @@ from mt_cli.disk.files import file_sha256, unwritable, writing
 from mt_cli.disk.layout import ExportFiles, RunDir
 from mt_cli.errors import InputError
 from mt_cli.export.ctranslate2 import Quantization, export_ctranslate2
-from mt_cli.trained import load_trained, open_run
+from mt_cli.trained import load_trained
 
 
 def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message: None) -> Path:
@@ -21,11 +21,11 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
     ``run`` itself when it is already an export."""
     if (run / ExportFiles.CARD).is_file():
         return run
-    rundir = open_run(run)
+    rundir = RunDir(run).existing()
     path = rundir.find_checkpoint(checkpoint)
     model_dir = rundir.engine_export(file_sha256(path))
     if not model_dir.is_dir():
-        _check_writable(run)
+        _check_writable(rundir)
         log(f"exporting {path} to {model_dir}")
         with writing(model_dir):
             model_dir.parent.mkdir(exist_ok=True)
@@ -33,9 +33,9 @@ def ctranslate2_model_dir(run: Path, checkpoint: str | None, log=lambda message:
     return model_dir
 
 
-def _check_writable(run: Path) -> None:
+def _check_writable(rundir: RunDir) -> None:
     """InputError before any work if the export cannot be kept in the run (a read-only copy)."""
-    exports = RunDir(run).exports
+    run, exports = rundir.root, rundir.exports
     reason = unwritable(exports if exports.is_dir() else run)
     if reason is not None:
         raise InputError(
