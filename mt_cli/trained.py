@@ -19,7 +19,7 @@ from mt_cli.config.card import ModelCard
 from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError
 from mt_cli.model.transformer import Transformer, build_model
-from mt_cli.text.tokenizer import Tokenizer
+from mt_cli.text.tokenizer import Tokenizer, card_tokenizers
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,7 @@ def trained_from(run: RunDir, path: Path, saved: Checkpoint) -> TrainedModel:
     """The model of ``saved`` (loaded from ``path``) with the tokenizers of ``run`` its card names:
     for a caller that reads more of the checkpoint than the weights (a warm start's optimizer)."""
     card = saved.card
-    src_tok = Tokenizer.load(run.root / card.src_tokenizer, card.data.src_lang)
-    tgt_tok = Tokenizer.load(run.root / card.tgt_tokenizer, card.data.tgt_lang)
+    src_tok, tgt_tok = card_tokenizers(card, run.root)
     model = build_model(card.model, src_tok.vocab_size, tgt_tok.vocab_size)
     try:
         model.load_state_dict(saved.model)

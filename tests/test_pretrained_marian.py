@@ -5,7 +5,6 @@ one line; mt's own export comes back bit for bit."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -139,13 +138,12 @@ def test_renumbered_vocabulary_gives_the_same_logits_in_mt_ids(marian: Any) -> N
     order = imported.tgt_order
     assert order is not None and imported.src_vocab_size == imported.tgt_vocab_size == V + 1
     assert order[:4].tolist() == [MARIAN_PAD, MARIAN_UNK, MARIAN_PAD, MARIAN_EOS]  # pad, unk, <s>, </s>
-    assert imported.model.decoder_start == "bos"
     model = imported.build()
     to_mt = marian_to_mt(order)
     src, tgt = marian_batch()
     mt_src, mt_tgt = src.clone().apply_(to_mt.__getitem__), tgt.clone().apply_(to_mt.__getitem__)
     assert mt_tgt[0, 0] == PAD_ID and (mt_src[1, 6:] == PAD_ID).all() and mt_src[0, -1] == EOS_ID
-    mt_tgt[:, 0] = model.decoder_start_id  # <s>: Marian's start row, as pad is
+    mt_tgt[:, 0] = BOS_ID  # <s>: Marian's start row, as pad is
     ours = mt_logits(model, mt_src, mt_tgt, PAD_ID)  # (B, T, V + 1)
     expected = marian_logits(marian, src, tgt)  # (B, T, V)
     columns = [to_mt[marian_id] for marian_id in range(V)]  # Marian's logit j is mt's to_mt[j]
@@ -180,7 +178,7 @@ def test_greedy_output_equals_generate(marian: Any) -> None:
     mt_src = src.clone().apply_(to_mt.__getitem__)
     src_mask = (mt_src != PAD_ID)[:, None, None, :]
     cache = model.start_cache(model.encode(mt_src, src_mask), src_mask)
-    tokens = torch.full((src.shape[0],), model.decoder_start_id)
+    tokens = torch.full((src.shape[0],), BOS_ID)
     chosen = []
     for _ in range(steps):
         logits, cache, _ = model.step(tokens, cache)  # (B, V + 1)
@@ -195,15 +193,11 @@ def test_greedy_output_equals_generate(marian: Any) -> None:
         assert row[:end] == reference[:end]
 
 
-@pytest.mark.parametrize("decoder_start", ["bos", "pad"])
 @torch.no_grad()
-def test_cached_steps_equal_the_full_pass_with_marian_options(marian: Any, decoder_start: str) -> None:
-    imported = convert_marian(opus_mt_config(), marian.state_dict(), unk_id=MARIAN_UNK)
-    cfg = dataclasses.replace(imported.model, decoder_start=decoder_start)
-    model = build_model(cfg, V + 1, V + 1).eval()
-    model.load_state_dict(imported.state_dict)
+def test_cached_steps_equal_the_full_pass_with_marian_options(marian: Any) -> None:
+    model = convert_marian(opus_mt_config(), marian.state_dict(), unk_id=MARIAN_UNK).build()
     src, tgt = torch.randint(4, V, (2, 8)), torch.randint(4, V, (2, 6))
-    tgt[:, 0] = model.decoder_start_id
+    tgt[:, 0] = BOS_ID
     full = mt_logits(model, src, tgt, PAD_ID)  # (B, T, V + 1)
     src_mask = (src != PAD_ID)[:, None, None, :]
     cache = model.start_cache(model.encode(src, src_mask), src_mask)
@@ -342,12 +336,3 @@ def test_mt_export_imports_back_bit_for_bit(share: bool) -> None:
     assert set(imported.state_dict) == set(original)
     for name, tensor in original.items():
         assert torch.equal(imported.state_dict[name], tensor), name
-
-
-def test_a_pad_decoder_start_is_refused_until_batches_and_search_read_it() -> None:
-    from mt_cli.config.rules import check_model
-
-    with pytest.raises(ConfigError, match="model.decoder_start=pad"):
-        check_model(ModelConfig(decoder_start="pad"))
-    spec = marian_spec(opus_mt_config())  # Marian starts from pad; renumbered, that vector is <s>
-    assert spec.model.decoder_start == "bos" and spec.decoder_start_id == spec.pad_id == MARIAN_PAD

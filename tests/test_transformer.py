@@ -17,6 +17,7 @@ from torch import nn
 from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import DecoderCache
 from mt_cli.model.transformer import Transformer, build_model, count_parameters
+from mt_cli.specials import BOS_ID
 
 PAD, BOS, EOS = 0, 2, 3
 TINY = ModelConfig(
@@ -332,7 +333,6 @@ MARIAN_OPTIONS = {
     "output_bias": True,
     "scale_embeddings": False,
     "share_embeddings": True,
-    "decoder_start": "pad",
 }
 
 
@@ -348,9 +348,7 @@ def test_cached_steps_equal_full_decode_with_published_model_options(options: di
             model.output.bias.normal_()  # zero at init: give the steps something to get wrong
     src, tgt = random_batch(3, 6, 7, src_lengths=[6, 4, 2])
     src = src % 40
-    tgt[:, 0] = model.decoder_start_id
-    # Causal only: a pad start symbol is a real position, so the target key mask must come from
-    # the lengths (as data.batch builds it), never from ``tgt != PAD``.
+    tgt[:, 0] = BOS_ID
     causal = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
     full = model(src, tgt, src_mask(src), causal)
     with torch.no_grad():

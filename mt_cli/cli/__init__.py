@@ -1,7 +1,8 @@
 """The ``mt`` command line: argument parsing and calls, nothing else.
 
 One module per group of commands: ``recipe`` (prepare, train, config), ``translation``
-(translate, eval), ``scoring`` (score), ``tools`` (average, bench, plot), ``export`` (export) and
+(translate, eval), ``scoring`` (score), ``tools`` (average, bench, plot), ``export`` (export),
+``importing`` (import: a published Marian model as a run) and
 ``serve`` (serve). What they share: ``common`` (the app, option types, logging, one line and an
 exit code per error), ``engines`` (``--engine``, ``--compute-type``, ``--ensemble``: the model a
 command decodes with), ``decoding`` (decoding options and how results are printed) and
@@ -17,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from mt_cli.cli import export, recipe, scoring, serve, tools, translation
+from mt_cli.cli import export, importing, recipe, scoring, serve, tools, translation
 from mt_cli.cli.common import app
 from mt_cli.errors import EXIT_INTERRUPTED, EXIT_USAGE
 from mt_cli.version import __version__
@@ -44,7 +45,7 @@ def _main(
     """
 
 
-for module in (recipe, translation, scoring, tools, export, serve):
+for module in (recipe, translation, scoring, tools, export, importing, serve):
     module.register(app)
 
 

@@ -13,7 +13,7 @@ from mt_cli.config.options import TranslateOptions
 from mt_cli.config.rules import check_data, check_decode, check_model
 from mt_cli.config.schema import build
 from mt_cli.config.sections import Config, DataConfig, DecodeConfig, ModelConfig
-from mt_cli.disk.layout import tokenizer_file
+from mt_cli.disk.layout import tokenizer_file, vocabulary_file
 from mt_cli.errors import InputError
 
 
@@ -24,6 +24,7 @@ class ParentCard:
     run: str  # the parent's run directory, as the recipe named it
     checkpoint: str  # the checkpoint file the weights came from
     sha256: str  # of that file when the new run started: says whether it is still the same file
+    revision: str | None = None  # the hub revision (commit) of an imported model (``run``: hf:OWNER/NAME)
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,25 @@ class ModelCard:
     src_tokenizer: str  # file names in the run directory
     tgt_tokenizer: str
     parent: ParentCard | None = None  # None: trained from scratch (and every card older than warm starts)
+    # The vocabulary files numbering an imported model's pieces (``text.vocabulary``); None: the
+    # SentencePiece models' own ids (every model mt trained).
+    src_vocabulary: str | None = None
+    tgt_vocabulary: str | None = None
 
     @classmethod
     def of(cls, cfg: Config) -> ModelCard:
         # One tokenizer per side, named by its language(s): "de", or "de+fr+cs" for a many-to-one model.
-        return cls(cfg.model, cfg.data, cfg.decode, *(tokenizer_file(side) for side in cfg.data.sides()))
+        src, tgt = cfg.data.sides()
+        imported = cfg.tokenizer.imported  # numbered by vocabulary files (``text.vocabulary``)
+        return cls(
+            cfg.model,
+            cfg.data,
+            cfg.decode,
+            tokenizer_file(src),
+            tokenizer_file(tgt),
+            src_vocabulary=vocabulary_file(src) if imported else None,
+            tgt_vocabulary=vocabulary_file(tgt) if imported else None,
+        )
 
     def resolve(self, options: TranslateOptions, vocabulary: int | None = None) -> TranslateOptions:
         """``options`` with this model's decoding defaults and target language filled in, checked

@@ -124,6 +124,9 @@ class TokenizerConfig:
     joint: bool = False  # one model for both languages (src_vocab_size pieces), saved under both names
     src_bpe_dropout: float = 0.0  # training pairs only, resampled every epoch; 0: one fixed segmentation
     tgt_bpe_dropout: float = 0.0
+    # The tokenizers came with an imported model (`mt import`): its SentencePiece models, numbered by
+    # the model's vocabulary files; never trained, only adopted by a warm start (sizes: the vocabulary's).
+    imported: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,6 @@ class ModelConfig:
     # the defaults are the model mt has always built, so older cards load unchanged.
     scale_embeddings: bool = True  # embeddings times sqrt(d_model) before the positions are added
     output_bias: bool = False  # a trainable bias on the logits (Marian's final_logits_bias)
-    decoder_start: Literal["bos", "pad"] = "bos"  # the token fed first to the decoder (Marian: pad)
 
 
 @dataclass(frozen=True)

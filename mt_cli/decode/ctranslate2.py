@@ -34,7 +34,7 @@ from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import CheckpointError, InputError
 from mt_cli.runtime.precision import ComputeType
-from mt_cli.text.tokenizer import Tokenizer
+from mt_cli.text.tokenizer import card_tokenizers
 
 NO_ALIGNMENT = (
     "--align needs --engine mt: a CTranslate2 export gives the attention of one head, "
@@ -59,8 +59,7 @@ class CTranslate2Engine(CardEngine):
             raise CheckpointError(f"{model_dir} is not a CTranslate2 export of mt (no {ExportFiles.CARD})")
         self.card: ModelCard = card_from_dict(json.loads(card_path.read_text(encoding="utf-8")))
         self.model_dir = model_dir
-        self.src_tok = Tokenizer.load(model_dir / self.card.src_tokenizer, self.card.data.src_lang)
-        self.tgt_tok = Tokenizer.load(model_dir / self.card.tgt_tokenizer, self.card.data.tgt_lang)
+        self.src_tok, self.tgt_tok = card_tokenizers(self.card, model_dir)
         # On a CPU, one thread per batch and as many batches at once as threads: small beam-search
         # batches do not keep two threads busy, two batches side by side do (docs/benchmarks.md).
         on_cpu = device == "cpu" or (device == "auto" and ctranslate2.get_cuda_device_count() == 0)

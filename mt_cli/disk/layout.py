@@ -40,6 +40,12 @@ def tokenizer_file(lang: str) -> str:
     return f"spm.{lang}.model"
 
 
+def vocabulary_file(lang: str) -> str:
+    """The vocabulary numbering the pieces of ``lang``'s imported SentencePiece model (a card stores
+    this name; a model mt trained numbers them with SentencePiece's own ids and has none)."""
+    return f"spm.{lang}.vocab.json"
+
+
 class _InRun:
     """A file or folder at a fixed place inside the run directory."""
 
@@ -68,6 +74,7 @@ class RunDir:
     synthetic = _InRun("synthetic")  # pairs this run's model translated for backtranslation corpora
     exports = _InRun("exports")  # what `mt export` and `--engine ctranslate2` make of the run's checkpoints
     tensorboard = _InRun("tensorboard")
+    parent = _InRun("parent")  # the model `train.init_from: hf:...` (or a Marian directory) imported
     curves = _InRun("curves.png")  # written by `mt plot`
     lock = _InRun(".lock")  # held by the one process that writes into the run
 
@@ -81,6 +88,9 @@ class RunDir:
 
     def tokenizer(self, lang: str) -> Path:
         return self.root / tokenizer_file(lang)
+
+    def tokenizer_vocabulary(self, lang: str) -> Path:
+        return self.root / vocabulary_file(lang)
 
     def tokenizer_settings(self, lang: str) -> Path:
         """What the tokenizer of ``lang`` was trained from, to decide whether it may be reused."""
@@ -145,3 +155,5 @@ class ExportFiles:
     CARD = "mt.json"  # the ModelCard, with the tokenizer names below
     SOURCE_SPM = "source.spm"
     TARGET_SPM = "target.spm"
+    SOURCE_VOCABULARY = "source.vocab.json"  # only for an imported model's tokenizers (VocabularyTokenizer)
+    TARGET_VOCABULARY = "target.vocab.json"

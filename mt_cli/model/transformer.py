@@ -9,17 +9,15 @@ Embeddings: one per side (or one shared module with ``share_embeddings``), scale
 (unless ``scale_embeddings`` is off, as in some published models) and drawn from N(0, D**-0.5) so
 that, with the tied output projection, the first logits have unit scale. The pad row is zeroed
 at init but is not frozen (no ``padding_idx``): padding is masked out of attention and the loss,
-so its vector never reaches a real position, except as the first decoder input of a model whose
-``decoder_start`` is pad (Marian's), which must learn it.
+so its vector never reaches a real position.
 
 Output projection: no bias unless ``output_bias`` (then ``output.bias``, zero at init: Marian's
 ``final_logits_bias``; a model without the option has no such parameter, so its checkpoints are
 as before). With ``tie_output`` the matrix *is* the target embedding matrix (the same
 Parameter); otherwise its own matrix with the same init.
 
-The first decoder input is ``decoder_start_id``: <s> by default, pad for ``decoder_start: pad``
-(Marian's choice). The model only names it; batches and search feed it (they feed <s> for now, and
-the rules refuse pad until they read this: an import puts Marian's start vector at <s> instead).
+The first decoder input is always <s>: a Marian import (``pretrained``), whose decoder starts from
+pad, has Marian's start vector at <s>.
 
 Logits come out in the compute dtype (bf16 under autocast; ``cross_entropy`` upcasts), except
 ``step`` which returns fp32 since decoding accumulates log-probabilities.
@@ -36,7 +34,7 @@ from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import DecoderCache
 from mt_cli.model.dropout import Dropout, TokenDropout
 from mt_cli.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding
-from mt_cli.specials import BOS_ID, FIRST_WORD_ID, PAD_ID, UNK_ID
+from mt_cli.specials import FIRST_WORD_ID, PAD_ID, UNK_ID
 
 
 class Transformer(nn.Module):
@@ -53,8 +51,6 @@ class Transformer(nn.Module):
         self.max_positions = cfg.max_positions
         self.d_model = cfg.d_model
         self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
-        # The first decoder input; the model only says which, decoding and batching feed it.
-        self.decoder_start_id = PAD_ID if cfg.decoder_start == "pad" else BOS_ID
 
         self.tgt_embed = nn.Embedding(tgt_vocab_size, cfg.d_model)
         self.src_embed = self.tgt_embed if cfg.share_embeddings else nn.Embedding(src_vocab_size, cfg.d_model)

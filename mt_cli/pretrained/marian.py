@@ -50,8 +50,7 @@ def convert_marian(
     ``unk_id`` is <unk>'s id in vocab.json (config.json does not say it; OPUS-MT: 1).
     ``renumber`` puts the vocabulary in mt's layout (what every other part of mt expects); without
     it the ids stay Marian's, which only a comparison with transformers wants. Renumbered, <s>
-    holds Marian's decoder start row, so the model starts from <s> (``decoder_start: bos``) and
-    today's batches and search feed Marian's start vector unchanged.
+    holds Marian's decoder start row, so mt's model, which starts from <s>, feeds Marian's start vector.
     A ``ConfigError`` or ``CheckpointError`` (one line) for what cannot be imported.
     """
     spec = marian_spec(config)

@@ -96,9 +96,6 @@ def marian_spec(config: Mapping[str, Any]) -> MarianSpec:
         **embeddings(get, src_vocab, tgt_vocab),
         max_positions=int(get("max_position_embeddings")),
         output_bias=True,
-        # Marian's start symbol (OPUS-MT: pad) becomes mt's <s> when the vocabulary is renumbered
-        # (marian_vocab), so mt's model starts from <s> whatever Marian starts from.
-        decoder_start="bos",
     )
     check_model(model)
     return MarianSpec(

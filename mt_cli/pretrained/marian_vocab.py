@@ -14,11 +14,17 @@ the same order (``order.tolist().index(marian_id)``, or the inverse ``marian_to_
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from collections.abc import Mapping
+
 import torch
 from torch import Tensor
 
 from mt_cli.errors import ConfigError
-from mt_cli.specials import BOS_ID, EOS_ID, FIRST_WORD_ID, PAD_ID, UNK_ID
+from mt_cli.specials import BOS_ID, EOS_ID, FIRST_WORD_ID, PAD_ID, SPECIAL_PIECES, UNK_ID, target_tag
+
+_LANGUAGE_CODE = re.compile(r">>([A-Za-z_]+)<<")  # MarianTokenizer's target-language token
 
 
 def mt_order(size: int, pad: int, unk: int, eos: int, start: int) -> Tensor:
@@ -44,3 +50,35 @@ def marian_to_mt(order: Tensor) -> dict[int, int]:
     for mt_id, marian_id in enumerate(order.tolist()):
         mapping.setdefault(marian_id, mt_id)
     return mapping
+
+
+def language_code(piece: str) -> str | None:
+    """The language of a Marian target-language token (``>>fr<<`` -> ``fr``), else None."""
+    match = _LANGUAGE_CODE.fullmatch(piece)
+    return match[1] if match is not None else None
+
+
+def mt_pieces(table: Mapping[str, int], order: Tensor) -> list[str]:
+    """The pieces of mt's vocabulary, by mt id, for Marian's ``table`` (vocab.json: piece -> id)
+    renumbered by ``order``: the four specials get mt's names (the start symbol becomes ``<s>``),
+    and a language code ``>>xx<<`` becomes mt's tag ``<2xx>`` (an id with both names, as mt's own
+    export writes, keeps the tag)."""
+    names: dict[int, str] = {}
+    for piece, marian_id in table.items():
+        code = language_code(piece)
+        if code is not None:
+            names[marian_id] = target_tag(code)
+        else:
+            names.setdefault(marian_id, piece)
+    pieces = []
+    for mt_id, marian_id in enumerate(order.tolist()):
+        if mt_id < FIRST_WORD_ID:
+            pieces.append(SPECIAL_PIECES[mt_id])
+        elif marian_id in names:
+            pieces.append(names[marian_id])
+        else:
+            raise ConfigError(f"cannot import: vocab.json has no piece for id {marian_id}")
+    repeated = next((piece for piece, n in Counter(pieces).items() if n > 1), None)
+    if repeated is not None:
+        raise ConfigError(f"cannot import: the piece {repeated!r} would have two ids in mt's numbering")
+    return pieces

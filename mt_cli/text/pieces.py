@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 
@@ -96,9 +97,13 @@ class Tokenizer:
         Leading tags (``text.tags``) become their own ids.
         """
         if not self.tags:
-            return self.sp.encode(list(texts), out_type=int)
+            return self._cut(list(texts))
         heads, bodies = self._split_tags(texts)
-        return [head + ids for head, ids in zip(heads, self.sp.encode(bodies, out_type=int), strict=True)]
+        return [head + ids for head, ids in zip(heads, self._cut(bodies), strict=True)]
+
+    def _cut(self, texts: list[str], dropout: float = 0.0) -> list[list[int]]:
+        """The ids of each text's pieces; with ``dropout``, a sampled cut (``encode_with_dropout``)."""
+        return self.sp.encode(texts, out_type=int, **sampling_options(dropout))
 
     def _split_tags(self, texts: Sequence[str]) -> tuple[list[list[int]], list[str]]:
         """Each text's leading tags as ids, and the text after them. SentencePiece alone would cut
@@ -120,12 +125,11 @@ class Tokenizer:
         """BPE-dropout (Provilkov et al., 2020): each merge is skipped with probability ``dropout``.
 
         The same (texts, dropout, seed) always gives the same pieces, so a resumed epoch sees the
-        segmentation it started with. One thread: SentencePiece's sampling order, and so its
-        result, depends on how the texts are split among threads.
+        segmentation it started with.
         """
         spm.set_random_generator_seed(seed % 2**32)
         heads, bodies = self._split_tags(texts) if self.tags else ([[]] * len(texts), list(texts))
-        sampled = self.sp.encode(bodies, out_type=int, enable_sampling=True, alpha=dropout, num_threads=1)
+        sampled = self._cut(bodies, dropout)
         return [head + ids for head, ids in zip(heads, sampled, strict=True)] if self.tags else sampled
 
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
@@ -133,18 +137,25 @@ class Tokenizer:
 
         UNK is kept (it renders as " ⁇ ") so that a reader can see something was unknown.
         """
-        cleaned = []
-        for seq in ids:
-            out = []
-            for i in seq:
-                i = int(i)
-                if i == EOS_ID:
-                    break
-                if i not in (PAD_ID, BOS_ID):
-                    out.append(i)
-            cleaned.append(out)
-        return self.sp.decode(cleaned)
+        return self.sp.decode([text_ids(seq) for seq in ids])
 
     def pieces(self, text: str) -> list[str]:
         """Surface pieces of ``text`` (labels for attention plots)."""
         return self.sp.encode(text, out_type=str)
+
+
+def sampling_options(dropout: float) -> dict[str, Any]:
+    """SentencePiece's encode options for BPE-dropout at rate ``dropout`` (none at 0): one thread,
+    since the sampled pieces depend on how the texts are split among threads."""
+    return {"enable_sampling": True, "alpha": dropout, "num_threads": 1} if dropout else {}
+
+
+def text_ids(ids: Sequence[int]) -> list[int]:
+    """The ids of an output that become text: up to the first EOS, without PAD and BOS."""
+    out = []
+    for i in map(int, ids):
+        if i == EOS_ID:
+            break
+        if i not in (PAD_ID, BOS_ID):
+            out.append(i)
+    return out

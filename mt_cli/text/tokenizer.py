@@ -18,12 +18,14 @@ import sentencepiece as spm
 
 from mt_cli.disk.files import atomic_write_bytes, write_json, writing
 from mt_cli.disk.layout import RunDir
-from mt_cli.errors import CheckpointError, DataError
+from mt_cli.errors import CheckpointError, ConfigError, DataError
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mt_cli.text.pieces import Tokenizer
 from mt_cli.text.tags import source_tags
+from mt_cli.text.vocabulary import VocabularyTokenizer
 
 if TYPE_CHECKING:
+    from mt_cli.config.card import ModelCard
     from mt_cli.config.sections import Config, TokenizerConfig
 
 
@@ -208,6 +210,11 @@ def prepare_tokenizers(
     refused (CheckpointError) instead of silently making those checkpoints useless. ``corpus``
     identifies the split the texts were sampled from (saved, for ``tokenizers_match``).
     """
+    if cfg.tokenizer.imported:
+        raise ConfigError(
+            "tokenizer.imported: the tokenizers came with an imported model and are never trained; "
+            "start from that model with train.init_from"
+        )
     run_dir = Path(run_dir)
     result: list[Tokenizer] = []
     texts_per_side = [train_src + train_tgt] * 2 if cfg.tokenizer.joint else [train_src, train_tgt]
@@ -249,11 +256,35 @@ def _copy_joint(run_dir: Path, first: Tokenizer, lang: str) -> Tokenizer:
     return Tokenizer.load(tokenizer_path(run_dir, lang), lang)
 
 
-def load_tokenizers(run_dir: str | Path, src_lang: str, tgt_lang: str) -> tuple[Tokenizer, Tokenizer]:
-    """The saved (source, target) tokenizers of a run; CheckpointError if one is missing."""
+def load_tokenizer(model: Path, lang: str, vocabulary: Path | None = None) -> Tokenizer:
+    """The SentencePiece model ``model``, numbered by its own ids or, for an imported model's, by
+    the vocabulary file ``vocabulary`` (``text.vocabulary``); CheckpointError if either is missing."""
+    if vocabulary is None:
+        return Tokenizer.load(model, lang)
+    return VocabularyTokenizer.load_numbered(model, vocabulary, lang)
+
+
+def card_tokenizers(card: ModelCard, root: Path) -> tuple[Tokenizer, Tokenizer]:
+    """The (source, target) tokenizers the card names in the directory ``root`` (a run or an export)."""
+
+    def side(model: str, vocabulary: str | None, lang: str) -> Tokenizer:
+        return load_tokenizer(root / model, lang, root / vocabulary if vocabulary is not None else None)
+
     return (
-        Tokenizer.load(tokenizer_path(run_dir, src_lang), src_lang),
-        Tokenizer.load(tokenizer_path(run_dir, tgt_lang), tgt_lang),
+        side(card.src_tokenizer, card.src_vocabulary, card.data.src_lang),
+        side(card.tgt_tokenizer, card.tgt_vocabulary, card.data.tgt_lang),
+    )
+
+
+def load_tokenizers(
+    run_dir: str | Path, src_lang: str, tgt_lang: str, imported: bool = False
+) -> tuple[Tokenizer, Tokenizer]:
+    """The saved (source, target) tokenizers of a run (``imported``: numbered by their vocabulary
+    files, ``tokenizer.imported``); CheckpointError if one is missing."""
+    run = RunDir(Path(run_dir))
+    return tuple(  # type: ignore[return-value]
+        load_tokenizer(run.tokenizer(lang), lang, run.tokenizer_vocabulary(lang) if imported else None)
+        for lang in (src_lang, tgt_lang)
     )
 
 

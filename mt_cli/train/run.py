@@ -173,7 +173,7 @@ def _tokenizers(
         if dist.is_main and parent is not None:
             adopt_tokenizers(parent, run, cfg, log)
         dist.barrier()
-        return load_tokenizers(run.root, *cfg.data.sides())
+        return load_tokenizers(run.root, *cfg.data.sides(), imported=cfg.tokenizer.imported)
     corpus = train_fingerprint(cfg.data)
     if dist.is_main and tokenizers_match(cfg, run.root, corpus):
         paths = " and ".join(str(run.tokenizer(side)) for side in cfg.data.sides())

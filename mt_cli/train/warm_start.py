@@ -169,6 +169,11 @@ def _tokenizer_files(parent: RunDir, run: RunDir, cfg: Config) -> list[tuple[Pat
                 "tokenizers; train into a new --run"
             )
         copies.append((source, target))
+        vocabulary = parent.tokenizer_vocabulary(lang)
+        if cfg.tokenizer.imported:  # an imported model's pieces are numbered by this file
+            if not vocabulary.is_file():
+                raise CheckpointError(f"train.init_from: {vocabulary} is missing; import the parent again")
+            copies.append((vocabulary, run.tokenizer_vocabulary(lang)))
         settings = parent.tokenizer_settings(lang)
         if settings.is_file():  # what it was trained on: records the tokenizer's origin
             copies.append((settings, run.tokenizer_settings(lang)))
