@@ -13,6 +13,9 @@ UNK_ID = 1
 BOS_ID = 2
 EOS_ID = 3
 FIRST_WORD_ID = 4
+# Never a next token: a model mt trained gives them next to no probability, but an imported Marian
+# model has Marian's pad (its decoder start) at both, and Marian's generate bans pad.
+NEVER_OUTPUT = [PAD_ID, BOS_ID]
 
 SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")  # the pieces of the ids above, in order
 EOS_PIECE = SPECIAL_PIECES[EOS_ID]

@@ -11,7 +11,7 @@ from mt_cli.decode.alignment import cross_attention
 from mt_cli.decode.hypotheses import length_penalty, max_output_lengths
 from mt_cli.decode.search import beam_search, greedy_search, one_per_row
 from mt_cli.model.transformer import Transformer
-from mt_cli.specials import BOS_ID, EOS_ID
+from mt_cli.specials import BOS_ID, EOS_ID, NEVER_OUTPUT
 
 
 def naive_greedy(model: Transformer, source: list[int], limit: int) -> list[int]:
@@ -22,7 +22,9 @@ def naive_greedy(model: Transformer, source: list[int], limit: int) -> list[int]
     for _ in range(limit):
         batch = collate([source], [prefix + [EOS_ID]])
         logits = model.decode(batch.tgt_in, memory, src_mask, batch.tgt_mask)  # (1, T, V)
-        token = int(logits[0, -1].float().log_softmax(-1).argmax())
+        log_probs = logits[0, -1].float().log_softmax(-1)  # (V,)
+        log_probs[NEVER_OUTPUT] = float("-inf")  # pad and <s> are never output
+        token = int(log_probs.argmax())
         if token == EOS_ID or len(prefix) == limit:
             break
         prefix.append(token)
@@ -67,7 +69,7 @@ def test_scored_greedy_path_has_the_beam_one_scores() -> None:
     src, src_mask = pad_sources(sources)
 
     def argmax(logits: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        return logits.argmax(-1)
+        return logits.argmax(-1)  # pad and <s> are -inf by then
 
     tokens, scores = one_per_row(model, src, src_mask, 0.5, 2, argmax, scored=True)
     beam = beam_search(model, src, src_mask, 1, 0.0, 0.5, 2)

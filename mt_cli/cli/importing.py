@@ -53,7 +53,7 @@ def import_model(
         f"({parent.checkpoint}, sha256 {parent.sha256[:12]}): {done.parameters / 1e6:.1f}M parameters, "
         f"{m.encoder_layers}+{m.decoder_layers} layers, d_model {m.d_model}, {directions}"
     )
-    typer.echo(f"run: {done.run.root}")
+    typer.echo(f"run: {run}")
 
 
 def register(app: typer.Typer) -> None:

@@ -29,8 +29,9 @@ def prepare(
 ) -> None:
     """Load the corpus and train (or reuse) both tokenizers; report sizes and coverage."""
     from mt_cli.train.run import prepare as prepare_run
+    from mt_cli.train.warm_start import parent_sections
 
-    cfg = load_config(config, overrides or [])
+    cfg = load_config(config, overrides or [], parent_sections)
     for line in prepare_run(cfg, run or Path(cfg.run_dir), log=log):
         typer.echo(line)
 
@@ -50,9 +51,10 @@ def train(
         str | None,
         typer.Option(
             "--init-from",
-            metavar="RUN[:CHECKPOINT]",
+            metavar="RUN[:CHECKPOINT]|hf:OWNER/NAME|DIR",
             help="Start a new run from another run's weights and tokenizers (train.init_from; "
-            "checkpoint default: best).",
+            "checkpoint default: best), or from a published Marian model (imported as by `mt import`). "
+            "The recipe's model and tokenizer sections default to the parent's.",
         ),
     ] = None,
 ) -> None:
@@ -70,10 +72,12 @@ def train(
     overrides = list(overrides or []) + ([f"train.device={device}"] if device is not None else [])
     # JSON quotes the value, a YAML string whatever it holds (a run named 1 or null stays a name).
     overrides += [f"train.init_from={json.dumps(init_from)}"] if init_from is not None else []
+    from mt_cli.train.warm_start import parent_sections
+
     cfg = (
         _resumed_config(run or Path(load_config(config).run_dir), overrides)
         if resume
-        else load_config(config, overrides)
+        else load_config(config, overrides, parent_sections)
     )
     run_dir = run or Path(cfg.run_dir)
     try:

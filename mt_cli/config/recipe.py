@@ -20,10 +20,21 @@ from mt_cli.config.schema import apply_override, build
 from mt_cli.config.sections import Config
 from mt_cli.errors import ConfigError
 
+# What a warm start takes from its parent unless its recipe says otherwise (it must agree anyway).
+INHERITED = ("model", "tokenizer")
 
-def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Config:
+
+def load_config(
+    path: str | Path,
+    overrides: typing.Sequence[str] = (),
+    parent_sections: typing.Callable[[str], dict[str, Any]] | None = None,
+) -> Config:
     """Read a YAML recipe (a path, or the name of a shipped one such as ``multi30k``), apply
-    ``section.key=value`` overrides, validate everything."""
+    ``section.key=value`` overrides, validate everything.
+
+    ``parent_sections`` (``train.warm_start.parent_sections``): for a recipe with
+    ``train.init_from``, the parent's ``model`` and ``tokenizer`` sections, under the recipe's own
+    keys: a warm start's recipe need not repeat the parent's architecture."""
     from mt_cli.disk.resources import resolve_recipe
 
     path = resolve_recipe(path)
@@ -39,7 +50,25 @@ def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Confi
         raise ConfigError(f"{path} must hold a mapping of sections, not {type(raw).__name__}")
     for item in overrides:
         apply_override(raw, item)
+    if parent_sections is not None:
+        raw = _inherited(raw, parent_sections)
     return config_from_dict(raw)
+
+
+def _inherited(
+    raw: dict[str, Any], parent_sections: typing.Callable[[str], dict[str, Any]]
+) -> dict[str, Any]:
+    train = raw.get("train")
+    spec = train.get("init_from") if isinstance(train, dict) else None
+    if not isinstance(spec, str) or not spec.strip():
+        return raw  # no warm start, or a bad value the rules name
+    sections = parent_sections(spec)
+    merged = dict(raw)
+    for name in INHERITED:
+        given = raw.get(name)
+        if name in sections and (given is None or isinstance(given, dict)):
+            merged[name] = sections[name] | (given or {})
+    return merged
 
 
 def config_from_dict(raw: dict[str, Any]) -> Config:

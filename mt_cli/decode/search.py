@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from mt_cli.decode.hypotheses import Decoder, Found, max_output_lengths, normalised
-from mt_cli.specials import BOS_ID, EOS_ID
+from mt_cli.specials import BOS_ID, EOS_ID, NEVER_OUTPUT
 
 # Greedy search drops finished sentences from the batch once 1/COMPACT_DIVISOR of it has
 # finished. Each drop copies every layer's cache while it saves the finished rows' work; on
@@ -66,12 +66,15 @@ def one_per_row(
     done = torch.zeros(batch, dtype=torch.bool)  # (B_alive,) has produced EOS
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)  # (B_alive,)
     for t in range(out.size(1)):
-        logits, cache, _ = model.step(tokens, cache)  # (B_alive, V) fp32
+        logits, cache, _ = model.step(tokens, cache)  # (B_alive, V) fp32, a fresh tensor
+        # The score is under the model's whole distribution, the choice among what may be output.
+        normaliser = logits.logsumexp(-1) if scored else None  # (B_alive,)
+        logits[:, NEVER_OUTPUT] = float("-inf")
         next_tokens = pick(logits, alive)  # (B_alive,)
         next_tokens = torch.where((limits[alive] <= t + 1).to(src.device), EOS_ID, next_tokens)
         next_cpu = next_tokens.cpu()
-        if scored:
-            chosen = logits.log_softmax(-1).gather(1, next_tokens[:, None])[:, 0].cpu()  # (B_alive,)
+        if normaliser is not None:
+            chosen = (logits.gather(1, next_tokens[:, None])[:, 0] - normaliser).cpu()  # (B_alive,)
             totals[alive] += torch.where(done, 0.0, chosen.double())
         out[alive, t] = torch.where(done, EOS_ID, next_cpu)
         done |= next_cpu == EOS_ID
@@ -163,6 +166,8 @@ def _best_extensions(
     sentences = scores.size(0)
     # One fused kernel; logsumexp and a subtraction took two more passes over (N*k, V).
     log_probs = logits.log_softmax(-1)  # (N*k, V)
+    # After normalising, as Hugging Face bans Marian's pad: the other tokens keep their log-probs.
+    log_probs[:, NEVER_OUTPUT] = float("-inf")
     if bool(at_limit.any()):
         eos_only = _eos_only(logits.size(-1), logits.device)
         log_probs[at_limit] = log_probs[at_limit].where(eos_only, float("-inf"))

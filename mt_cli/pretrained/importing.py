@@ -22,7 +22,7 @@ from mt_cli.config.recipe import config_to_dict, save_config
 from mt_cli.config.rules import check_recipe
 from mt_cli.config.sections import Config, CorpusConfig, DataConfig, DecodeConfig, TokenizerConfig
 from mt_cli.disk.files import atomic_write_bytes, writing
-from mt_cli.disk.layout import RunDir
+from mt_cli.disk.layout import RunDir, tokenizer_file, vocabulary_file
 from mt_cli.errors import CheckpointError, ConfigError
 from mt_cli.pretrained.marian import MarianImport, convert_marian
 from mt_cli.pretrained.marian_vocab import language_code, mt_pieces
@@ -32,25 +32,26 @@ from mt_cli.text.vocabulary import write_vocabulary
 
 
 @dataclass(frozen=True)
-class Imported:
-    """What ``import_model`` wrote."""
+class Converted:
+    """A published model in mt's terms, in memory: the run's recipe, its checkpoint (card with the
+    parent, weights, step 0), and the tokenizer files by their name in a run directory."""
 
-    run: RunDir
     config: Config
+    checkpoint: Checkpoint
+    tokenizer_files: dict[str, bytes]
     parent: ParentCard
-    parameters: int
+
+    @property
+    def parameters(self) -> int:
+        return sum(tensor.numel() for tensor in self.checkpoint.model.values())
 
 
-def import_model(
-    spec: str, run_dir: Path, src_lang: str | None = None, tgt_lang: str | None = None
-) -> Imported:
-    """Import the model ``spec`` names (``pretrained.source``) into the new run ``run_dir``.
-
-    ``src_lang``/``tgt_lang`` override the languages tokenizer_config.json gives. A ConfigError,
-    CheckpointError or InputError (exit 2), or a RunFailure (exit 3: the hub unreachable), in one line.
-    """
-    run = RunDir(run_dir)
-    _check_new(run)
+def convert(
+    spec: str, src_lang: str | None = None, tgt_lang: str | None = None, run_dir: str = ""
+) -> Converted:
+    """The model ``spec`` names (``pretrained.source``) converted, nothing written. ``src_lang`` and
+    ``tgt_lang`` override the languages tokenizer_config.json gives. A ConfigError, CheckpointError
+    or InputError (exit 2), or a RunFailure (exit 3: the hub unreachable), in one line."""
     located = locate(spec)
     saved = read_saved(located.directory)
     converted = _converted(saved)
@@ -61,9 +62,27 @@ def import_model(
     )
     cfg = recipe(saved, converted, run_dir, _languages(saved, src_lang, tgt_lang, pieces[0]))
     parent = ParentCard(located.name, saved.weights_file.name, saved.weights_sha256(), located.revision)
-    _write(run, cfg, saved, converted, pieces, parent)
-    parameters = sum(tensor.numel() for tensor in converted.state_dict.values())
-    return Imported(run, cfg, parent, parameters)
+    card = dataclasses.replace(ModelCard.of(cfg), parent=parent)
+    checkpoint = Checkpoint(converted.state_dict, card, config=config_to_dict(cfg), step=0)
+    src, tgt = cfg.data.sides()
+    files = {
+        tokenizer_file(src): saved.source_spm.read_bytes(),
+        tokenizer_file(tgt): saved.target_spm.read_bytes(),
+        vocabulary_file(src): write_vocabulary(pieces[0]),
+        vocabulary_file(tgt): write_vocabulary(pieces[1]),
+    }
+    return Converted(cfg, checkpoint, files, parent)
+
+
+def import_model(
+    spec: str, run_dir: Path, src_lang: str | None = None, tgt_lang: str | None = None
+) -> Converted:
+    """``mt import``: the model ``spec`` names as the new run ``run_dir`` (``convert``, then written)."""
+    run = RunDir(run_dir)
+    _check_new(run)
+    converted = convert(spec, src_lang, tgt_lang, str(run_dir))
+    _write(run, converted)
+    return converted
 
 
 def _check_new(run: RunDir) -> None:
@@ -112,7 +131,7 @@ def _languages(
 
 
 def recipe(
-    saved: SavedMarian, converted: MarianImport, run_dir: Path, languages: tuple[str, tuple[str, ...]]
+    saved: SavedMarian, converted: MarianImport, run_dir: str, languages: tuple[str, tuple[str, ...]]
 ) -> Config:
     """The imported run's config.yaml: its languages (with Multi30k as the corpus `mt eval`
     reads), model, tokenizer sizes and the decoding its generation_config.json asks for."""
@@ -126,7 +145,7 @@ def recipe(
         beam_size=int(saved.generation.get("num_beams", DecodeConfig.beam_size)),
         length_penalty=float(saved.generation.get("length_penalty", DecodeConfig.length_penalty)),
     )
-    cfg = Config(str(run_dir), data, tokenizer, converted.model, decode=decode)
+    cfg = Config(run_dir or Config.run_dir, data, tokenizer, converted.model, decode=decode)
     try:
         check_recipe(cfg)
     except ConfigError as err:
@@ -134,32 +153,19 @@ def recipe(
     return cfg
 
 
-def _write(
-    run: RunDir,
-    cfg: Config,
-    saved: SavedMarian,
-    converted: MarianImport,
-    pieces: tuple[list[str], list[str]],
-    parent: ParentCard,
-) -> None:
+def _write(run: RunDir, converted: Converted) -> None:
     """Write the run into a temporary directory beside ``run`` and rename it into place."""
     staging = run.root.with_name(f".{run.root.name}.importing-{os.getpid()}")
     with writing(staging):
         staging.mkdir(parents=True)
     try:
         inside = RunDir(staging)
-        save_config(cfg, inside.config)
-        src, tgt = cfg.data.sides()
-        for lang, spm, vocabulary in ((src, saved.source_spm, pieces[0]), (tgt, saved.target_spm, pieces[1])):
-            model, numbering = spm.read_bytes(), write_vocabulary(vocabulary)
-            atomic_write_bytes(inside.tokenizer(lang), lambda handle, data=model: handle.write(data))
-            atomic_write_bytes(
-                inside.tokenizer_vocabulary(lang), lambda handle, data=numbering: handle.write(data)
-            )
-        card = dataclasses.replace(ModelCard.of(cfg), parent=parent)
+        save_config(converted.config, inside.config)
+        for name, data in converted.tokenizer_files.items():
+            atomic_write_bytes(staging / name, lambda handle, data=data: handle.write(data))
         with writing(inside.checkpoints):
             inside.checkpoints.mkdir()
-        Checkpoint(converted.state_dict, card, config=config_to_dict(cfg), step=0).save(inside.best)
+        converted.checkpoint.save(inside.best)
         with writing(run.root):
             if run.root.is_dir():
                 run.root.rmdir()  # empty (``_check_new``)

@@ -171,7 +171,7 @@ def _tokenizers(
     """
     if cfg.train.init_from is not None:
         if dist.is_main and parent is not None:
-            adopt_tokenizers(parent, run, cfg, log)
+            adopt_tokenizers(parent, run, log)
         dist.barrier()
         return load_tokenizers(run.root, *cfg.data.sides(), imported=cfg.tokenizer.imported)
     corpus = train_fingerprint(cfg.data)

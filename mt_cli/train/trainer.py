@@ -105,7 +105,7 @@ class Trainer:
         the card, and score them at update 0 (a validation like any other: metrics.jsonl, best.pt)."""
         tc = self.cfg.train
         try:
-            self.model.load_state_dict(parent.trained.model.state_dict())
+            self.model.load_state_dict(parent.weights)
         except RuntimeError as err:
             raise CheckpointError(
                 f"train.init_from: {parent.checkpoint} does not fit this model ({str(err).splitlines()[0]})"

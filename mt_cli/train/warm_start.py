@@ -1,4 +1,6 @@
-"""Warm start: a new run that begins from another run's checkpoint (``train.init_from``).
+"""Warm start: a new run that begins from another run's checkpoint, or from a published Marian
+model (``train.init_from``: RUN[:CHECKPOINT], hf:OWNER/NAME[@REVISION] or a directory transformers
+saved; the last two are converted in memory as `mt import` converts them, ``pretrained``).
 
 The new run takes the parent's weights and its tokenizers (copied into the run, never retrained:
 the weights index their pieces), starts a fresh optimizer and learning-rate schedule unless
@@ -6,7 +8,9 @@ the weights index their pieces), starts a fresh optimizer and learning-rate sche
 as last.pt does) or ``schedule`` (update n of the new run gets the learning rate of update
 parent + n), may freeze parts of the model (``train.freeze``), and scores the parent on its own
 validation set at update 0, so that its curve starts at the parent's score. Its card names the
-parent (run, checkpoint, SHA-256 of the checkpoint file).
+parent (run, checkpoint, SHA-256 of the checkpoint file; for a published model: the hub id and
+revision, or the directory, and the SHA-256 of its weights file). The recipe's ``model`` and
+``tokenizer`` sections default to the parent's (``parent_sections``).
 
 Everything about the parent is checked before the run directory is made (``find_parent``): that
 it exists, that it translates the same languages with the same tokenizer settings and the same
@@ -23,17 +27,20 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.card import ModelCard, ParentCard
+from mt_cli.config.recipe import config_to_dict
 from mt_cli.config.schema import build
 from mt_cli.config.sections import Config, ModelConfig, TokenizerConfig, TrainConfig
 from mt_cli.disk.files import atomic_write_bytes, file_sha256
 from mt_cli.disk.layout import RunDir, run_and_checkpoint
 from mt_cli.errors import CheckpointError, ConfigError
 from mt_cli.model.transformer import Transformer
-from mt_cli.trained import TrainedModel, trained_from
+from mt_cli.pretrained.importing import convert
+from mt_cli.pretrained.source import is_import_source
+from mt_cli.trained import trained_from
 
 # Model keys a child may change: they act in training only, not on what the weights are.
 _REGULARISATION = (
@@ -50,20 +57,42 @@ _OPTIMIZER_SETTINGS = ("betas", "eps", "weight_decay")
 
 @dataclass(frozen=True)
 class Parent:
-    """A checked parent: where it is, its model (with its tokenizers, as every consumer loads one)
-    and the rest of its checkpoint (the update it was saved at, maybe its optimizer state)."""
+    """A checked parent: its checkpoint (the update it was saved at, maybe its optimizer state),
+    its fp32 weights, and its tokenizer files, to copy into the new run."""
 
-    run: RunDir
-    checkpoint: Path
+    checkpoint: Path | str  # the file, or what a published model was imported from
     saved: Checkpoint
-    trained: TrainedModel
+    weights: dict[str, Tensor]  # mt parameter name -> tensor, checked against its tokenizers
+    tokenizer_files: dict[str, bytes]  # name in a run directory -> content
     step: int  # the update it was saved at
     record: ParentCard  # what the new run's card says about it
 
 
+def parent_sections(spec: str) -> dict[str, dict[str, Any]]:
+    """The parent's ``model`` and ``tokenizer`` sections, as a recipe writes them: what a warm
+    start's recipe inherits where it leaves them out (``config.recipe.load_config``)."""
+    if is_import_source(spec):
+        config = convert(spec).config
+        return {"model": config_to_dict(config.model), "tokenizer": config_to_dict(config.tokenizer)}
+    root, name = run_and_checkpoint(spec)
+    try:
+        path = RunDir(root).existing().find_checkpoint(name)
+    except CheckpointError as err:
+        raise CheckpointError(f"train.init_from: {err}") from None
+    saved = Checkpoint.load(path)
+    recipe = saved.config or {}
+    sections = {"model": config_to_dict(saved.card.model)}
+    if isinstance(recipe.get("tokenizer"), dict):
+        sections["tokenizer"] = recipe["tokenizer"]
+    return sections
+
+
 def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
-    """The parent ``spec`` (``cfg.train.init_from``) names, checked against ``cfg`` and against the
-    tokenizers already in the new ``run`` (from an earlier `mt prepare`), before anything is written."""
+    """The parent ``spec`` (``cfg.train.init_from``: an mt run, or a published model to import)
+    names, checked against ``cfg`` and against the tokenizers already in the new ``run`` (from an
+    earlier `mt prepare`), before anything is written."""
+    if is_import_source(spec):
+        return _imported_parent(spec, cfg, run)
     root, name = run_and_checkpoint(spec)
     try:
         parent_run = RunDir(root).existing()
@@ -71,20 +100,35 @@ def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
     except CheckpointError as err:
         raise CheckpointError(f"train.init_from: {err}") from None
     saved = Checkpoint.load(path)
-    _check_languages(cfg, saved.card, root)
-    _check_architecture(cfg.model, saved.card.model, root)
-    _check_tokenizer_settings(cfg.tokenizer, saved, path)
+    _check(cfg, saved, str(root), path)
     step = _check_kept_state(cfg, saved, path)
-    _tokenizer_files(parent_run, run, cfg)  # the parent has them; the new run has none, or the same
+    files = _tokenizer_files(parent_run, run, cfg)  # the parent has them; the new run has none, or the same
     try:
         trained = trained_from(parent_run, path, saved)
     except CheckpointError as err:
         raise CheckpointError(f"train.init_from: {err}") from None
     record = ParentCard(str(root), str(path), file_sha256(path))
-    return Parent(parent_run, path, saved, trained, step, record)
+    return Parent(path, saved, trained.model.state_dict(), files, step, record)
 
 
-def _check_languages(cfg: Config, card: ModelCard, root: Path) -> None:
+def _imported_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
+    """A published model, converted in memory (``pretrained.importing``) and checked as a run would be."""
+    converted = convert(spec, cfg.data.src_lang, cfg.data.tgt_lang)
+    saved = converted.checkpoint
+    _check(cfg, saved, spec, spec)
+    step = _check_kept_state(cfg, saved, spec)
+    for name, data in converted.tokenizer_files.items():
+        _check_unchanged(run.root / name, data, spec)
+    return Parent(spec, saved, saved.model, converted.tokenizer_files, step, converted.parent)
+
+
+def _check(cfg: Config, saved: Checkpoint, name: str, path: Path | str) -> None:
+    _check_languages(cfg, saved.card, name)
+    _check_architecture(cfg.model, saved.card.model, name)
+    _check_tokenizer_settings(cfg.tokenizer, saved, path)
+
+
+def _check_languages(cfg: Config, card: ModelCard, root: str) -> None:
     # A side's tokenizer is named after its languages ("de", or "cs+de+fr" for several).
     ours, theirs = cfg.data.sides(), card.data.sides()
     if ours != theirs:
@@ -112,7 +156,7 @@ def _require_same(section: str, ours: Any, theirs: Any, free: Collection[str], w
         raise CheckpointError(f"train.init_from: {why}: {', '.join(differ)}; {advice}")
 
 
-def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> None:
+def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: str) -> None:
     why = f"the new run takes {root}'s weights, so its model section must match"
     _require_same(
         "model",
@@ -124,7 +168,7 @@ def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: Path) -> N
     )
 
 
-def _check_tokenizer_settings(ours: TokenizerConfig, saved: Checkpoint, path: Path) -> None:
+def _check_tokenizer_settings(ours: TokenizerConfig, saved: Checkpoint, path: Path | str) -> None:
     recipe = saved.config
     if recipe is None or not isinstance(recipe.get("tokenizer"), dict):
         raise CheckpointError(
@@ -141,7 +185,7 @@ def _check_tokenizer_settings(ours: TokenizerConfig, saved: Checkpoint, path: Pa
     _require_same("tokenizer", ours, theirs, _TOKENIZER_TRAINING, why, "set them as the parent's")
 
 
-def _check_kept_state(cfg: Config, saved: Checkpoint, path: Path) -> int:
+def _check_kept_state(cfg: Config, saved: Checkpoint, path: Path | str) -> int:
     """The update ``saved`` was written at, once it holds what ``train.init_keep`` asks for."""
     if "optimizer" in cfg.train.init_keep and saved.optimizer is None:
         raise CheckpointError(
@@ -153,39 +197,41 @@ def _check_kept_state(cfg: Config, saved: Checkpoint, path: Path) -> int:
     return saved.step
 
 
-def _tokenizer_files(parent: RunDir, run: RunDir, cfg: Config) -> list[tuple[Path, Path]]:
-    """(parent's file, new run's file) for each tokenizer model and settings record to copy."""
-    copies = []
+def _tokenizer_files(parent: RunDir, run: RunDir, cfg: Config) -> dict[str, bytes]:
+    """The parent's tokenizer models (with their vocabularies, for an imported model's) and their
+    settings records, by name, each checked against what the new run already holds."""
+    files: dict[str, bytes] = {}
     for lang in cfg.data.sides():
-        source, target = parent.tokenizer(lang), run.tokenizer(lang)
-        if not source.is_file():
-            raise CheckpointError(
-                f"train.init_from: {source} is missing; the parent's weights index its pieces, so a warm "
-                "start needs it"
-            )
-        if target.exists() and target.read_bytes() != source.read_bytes():
-            raise CheckpointError(
-                f"{target} differs from the parent's {source}: a warm start adopts the parent's "
-                "tokenizers; train into a new --run"
-            )
-        copies.append((source, target))
-        vocabulary = parent.tokenizer_vocabulary(lang)
+        needed = [parent.tokenizer(lang)]
         if cfg.tokenizer.imported:  # an imported model's pieces are numbered by this file
-            if not vocabulary.is_file():
-                raise CheckpointError(f"train.init_from: {vocabulary} is missing; import the parent again")
-            copies.append((vocabulary, run.tokenizer_vocabulary(lang)))
+            needed.append(parent.tokenizer_vocabulary(lang))
+        for source in needed:
+            if not source.is_file():
+                raise CheckpointError(
+                    f"train.init_from: {source} is missing; the parent's weights index its pieces, so a "
+                    "warm start needs it"
+                )
+            files[source.name] = source.read_bytes()
+            _check_unchanged(run.root / source.name, files[source.name], str(source))
         settings = parent.tokenizer_settings(lang)
         if settings.is_file():  # what it was trained on: records the tokenizer's origin
-            copies.append((settings, run.tokenizer_settings(lang)))
-    return copies
+            files[settings.name] = settings.read_bytes()
+    return files
 
 
-def adopt_tokenizers(parent: Parent, run: RunDir, cfg: Config, log: Callable[[str], None]) -> None:
-    """Copy the parent's tokenizers into the new run (checked again: the files may have changed)."""
-    for source, target in _tokenizer_files(parent.run, run, cfg):
-        data = source.read_bytes()
-        atomic_write_bytes(target, lambda handle, data=data: handle.write(data))
-    log(f"tokenizers: adopted from {parent.run.root} (never retrained in a warm start)")
+def _check_unchanged(target: Path, data: bytes, source: str) -> None:
+    if target.exists() and target.read_bytes() != data:
+        raise CheckpointError(
+            f"{target} differs from the parent's ({source}): a warm start adopts the parent's "
+            "tokenizers; train into a new --run"
+        )
+
+
+def adopt_tokenizers(parent: Parent, run: RunDir, log: Callable[[str], None]) -> None:
+    """Write the parent's tokenizer files into the new run."""
+    for name, data in parent.tokenizer_files.items():
+        atomic_write_bytes(run.root / name, lambda handle, data=data: handle.write(data))
+    log(f"tokenizers: adopted from {parent.record.run} (never retrained in a warm start)")
 
 
 def _parts(model: Transformer) -> dict[str, list[nn.Module]]:

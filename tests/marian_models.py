@@ -1,0 +1,147 @@
+"""Marian models saved as transformers saves OPUS-MT ones, built here because the hub is out of reach:
+``MarianMTModel(MarianConfig(...))`` with opus-mt-de-en's option values (width and depth cut),
+MarianTokenizer files made from two small SentencePiece models and a ``vocab.json`` whose ids are
+not SentencePiece's (</s> 0, <unk> 1, the pieces of both models shuffled, pad last, as OPUS-MT),
+briefly trained on Multi30k so that its outputs end and differ."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import sentencepiece as spm
+import torch
+
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
+
+PIECES = 240  # per SentencePiece model
+
+
+def multi30k(split: str, lang: str) -> list[str]:
+    return read_lines(SHIPPED_MULTI30K / f"{split}.{lang}.gz")
+
+
+def _sentencepiece(lines: list[str], path: Path) -> spm.SentencePieceProcessor:
+    """A unigram model with SentencePiece's default specials (<unk> 0, <s> 1, </s> 2), as OPUS-MT's."""
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=PIECES,
+        model_type="unigram",
+        character_coverage=1.0,
+        num_threads=1,
+        minloglevel=2,
+    )
+    path.write_bytes(model.getvalue())
+    return spm.SentencePieceProcessor(model_file=str(path))
+
+
+def marian_vocabulary(
+    models: list[spm.SentencePieceProcessor], codes: list[str], seed: int = 0
+) -> dict[str, int]:
+    """Marian's table: </s> 0, <unk> 1, language codes, the models' other pieces shuffled, <pad> last."""
+    pieces = sorted(
+        {
+            model.id_to_piece(i)
+            for model in models
+            for i in range(model.get_piece_size())
+            if not (model.is_control(i) or model.is_unknown(i))
+        }
+    )
+    random.Random(seed).shuffle(pieces)
+    table = ["</s>", "<unk>", *(f">>{code}<<" for code in codes), *pieces, "<pad>"]
+    return {piece: i for i, piece in enumerate(table)}
+
+
+def opus_mt_config(vocab_size: int, **changes: Any) -> dict[str, Any]:
+    """Helsinki-NLP/opus-mt-de-en's config.json with width, depth and vocabulary cut."""
+    config = {
+        "model_type": "marian",
+        "architectures": ["MarianMTModel"],
+        "vocab_size": vocab_size,
+        "decoder_vocab_size": vocab_size,
+        "d_model": 64,
+        "encoder_layers": 2,
+        "decoder_layers": 2,
+        "encoder_attention_heads": 4,
+        "decoder_attention_heads": 4,
+        "encoder_ffn_dim": 128,
+        "decoder_ffn_dim": 128,
+        "activation_function": "swish",
+        "scale_embedding": True,
+        "share_encoder_decoder_embeddings": True,
+        "tie_word_embeddings": True,
+        "max_position_embeddings": 512,
+        "pad_token_id": vocab_size - 1,
+        "eos_token_id": 0,
+        "bos_token_id": 0,
+        "decoder_start_token_id": vocab_size - 1,
+        "forced_eos_token_id": 0,
+        "dropout": 0.1,
+        "attention_dropout": 0.0,
+        "activation_dropout": 0.0,
+        "static_position_embeddings": True,
+        "normalize_before": False,
+        "normalize_embedding": False,
+    }
+    return config | changes
+
+
+def save_marian(directory: Path, steps: int = 400, codes: tuple[str, ...] = (), seed: int = 0) -> Path:
+    """A briefly trained de->en Marian model with its tokenizer and generation config in ``directory``."""
+    import transformers
+
+    directory.mkdir(parents=True, exist_ok=True)
+    de, en = multi30k("train", "de")[:6000], multi30k("train", "en")[:6000]
+    source = _sentencepiece(de, directory / "source.spm")
+    target = _sentencepiece(en, directory / "target.spm")
+    table = marian_vocabulary([source, target], list(codes), seed)
+    (directory / "vocab.json").write_text(json.dumps(table), encoding="utf-8")
+    tokenizer = transformers.MarianTokenizer(
+        source_spm=str(directory / "source.spm"),
+        target_spm=str(directory / "target.spm"),
+        vocab=str(directory / "vocab.json"),
+        source_lang="de",
+        target_lang="en",
+    )
+    tokenizer.save_pretrained(directory)
+    config = opus_mt_config(len(table))
+    known = {key: value for key, value in config.items() if key not in ("architectures", "model_type")}
+    torch.manual_seed(seed)
+    model = transformers.MarianMTModel(transformers.MarianConfig(**known))
+    _train(model, tokenizer, de, en, steps)
+    model.eval().save_pretrained(directory)
+    pad = config["pad_token_id"]
+    generation = {
+        "bad_words_ids": [[pad]],
+        "decoder_start_token_id": pad,
+        "eos_token_id": 0,
+        "forced_eos_token_id": 0,
+        "max_length": 512,
+        "num_beams": 4,
+        "pad_token_id": pad,
+    }
+    (directory / "generation_config.json").write_text(json.dumps(generation), encoding="utf-8")
+    return directory
+
+
+def _train(model: Any, tokenizer: Any, de: list[str], en: list[str], steps: int) -> None:
+    """Teacher-forced steps on batches of 64 pairs: enough for outputs that end and differ."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    generator = random.Random(0)
+    model.train()
+    for _ in range(steps):
+        rows = generator.sample(range(len(de)), 64)
+        batch = tokenizer(
+            [de[i] for i in rows], text_target=[en[i] for i in rows], return_tensors="pt", padding=True
+        )
+        labels = batch["labels"].masked_fill(batch["labels"] == tokenizer.pad_token_id, -100)
+        loss = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()

@@ -1,0 +1,235 @@
+"""`mt import` (``mt_cli.pretrained.importing``): a Marian model saved by transformers, with
+opus-mt-de-en's options and a vocab.json whose ids are not SentencePiece's, becomes an mt run that
+tokenizes as MarianTokenizer, and decodes as ``generate``, greedy and beam; bad sources are one
+line and leave nothing behind; the hub path works from a cache in the hub's own layout."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from marian_models import multi30k, save_marian
+
+from mt_cli.config.options import TranslateOptions
+from mt_cli.decode.translator import Translator
+from mt_cli.errors import EXIT_FAILURE, EXIT_USAGE
+from mt_cli.pretrained.importing import import_model
+from mt_cli.runtime.precision import ComputeType
+from mt_cli.trained import TrainedModel, load_trained
+
+transformers = pytest.importorskip("transformers")
+
+UNKNOWN = ["Ein Hund 🐕 läuft über die Straße ☃.", "", "Zwei   Männer\tspielen Fußball."]
+
+
+@pytest.fixture(scope="module")
+def marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_marian(tmp_path_factory.mktemp("marian") / "opus-mt-tiny-de-en")
+
+
+@pytest.fixture(scope="module")
+def imported(marian_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> TrainedModel:
+    run = tmp_path_factory.mktemp("imported") / "run"
+    import_model(str(marian_dir), run)
+    return load_trained(run)
+
+
+@pytest.fixture(scope="module")
+def hf(marian_dir: Path) -> tuple[Any, Any]:
+    tokenizer = transformers.MarianTokenizer.from_pretrained(marian_dir)
+    return tokenizer, transformers.MarianMTModel.from_pretrained(marian_dir).eval()
+
+
+def test_tokenization_equals_marian_tokenizer_on_test2016(
+    imported: TrainedModel, hf: tuple[Any, Any]
+) -> None:
+    tokenizer, _ = hf
+    table = tokenizer.get_vocab()
+    sources, targets = multi30k("test_2016_flickr", "de") + UNKNOWN, multi30k("test_2016_flickr", "en")
+    for ours, texts, expected in (
+        (imported.src_tok, sources, tokenizer(sources)["input_ids"]),
+        (imported.tgt_tok, targets, tokenizer(text_target=targets)["input_ids"]),
+    ):
+        pieces = [ours.to_pieces(ids) + ["</s>"] for ids in ours.encode(texts)]
+        assert [[table[piece] for piece in row] for row in pieces] == expected
+    unknown = imported.src_tok.encode(UNKNOWN[:1])[0]
+    assert unknown.count(1) == 2  # 🐕 and ☃ are <unk> (mt's id 1), as MarianTokenizer has them
+    # The premise: Marian's ids are not SentencePiece's.
+    spm_ids = imported.src_tok.sp.encode(sources[:50])
+    assert sum(a != b for row, ref in zip(spm_ids, expected[:50]) for a, b in zip(row, ref)) > 100
+
+
+@torch.no_grad()
+def test_teacher_forced_logits_equal_transformers(imported: TrainedModel, hf: tuple[Any, Any]) -> None:
+    tokenizer, marian = hf
+    sources, targets = multi30k("test_2016_flickr", "de")[:16], multi30k("test_2016_flickr", "en")[:16]
+    batch = tokenizer(sources, text_target=targets, return_tensors="pt", padding=True)
+    pad = tokenizer.pad_token_id
+    start = torch.full((16, 1), pad)
+    decoder_in = torch.cat([start, batch["labels"][:, :-1]], 1)  # (B, T)
+    expected = marian(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], decoder_input_ids=decoder_in
+    ).logits  # (B, T, V)
+    to_mt = {
+        marian_id: imported.src_tok.piece_id(piece) for piece, marian_id in tokenizer.get_vocab().items()
+    }
+    to_mt[pad] = 0
+    src = batch["input_ids"].clone().apply_(to_mt.__getitem__)
+    tgt = decoder_in.clone().apply_(to_mt.__getitem__)
+    tgt[:, 0] = 2  # <s>: Marian's start row
+    causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).tril()
+    ours = imported.model(src, tgt, (src != 0)[:, None, None, :], causal[None, None])  # (B, T, V + 1)
+    columns = [to_mt[i] if i != pad else 0 for i in range(expected.shape[-1])]
+    real = batch["labels"] != pad  # positions whose input is not padding
+    diff = (ours[..., columns] - expected)[real].abs().max().item()
+    assert diff < 1e-4, diff
+
+
+def _generate(hf: tuple[Any, Any], lines: list[str], beams: int, alpha: float) -> list[str]:
+    tokenizer, marian = hf
+    out = []
+    for i in range(0, len(lines), 100):
+        batch = tokenizer(lines[i : i + 100], return_tensors="pt", padding=True)
+        with torch.no_grad():
+            found = marian.generate(
+                **batch, num_beams=beams, length_penalty=alpha, early_stopping=True, max_new_tokens=200
+            )
+        out += tokenizer.batch_decode(found, skip_special_tokens=True)
+    return out
+
+
+@pytest.mark.parametrize(("beams", "alpha"), [(1, 1.0), (4, 1.0), (4, 0.6)])
+def test_greedy_and_beam_equal_generate_on_1000_lines(
+    imported: TrainedModel, hf: tuple[Any, Any], beams: int, alpha: float
+) -> None:
+    lines = multi30k("test_2016_flickr", "de")  # 1,000 lines
+    translator = Translator.of(imported, "cpu", ComputeType.FLOAT32)
+    options = TranslateOptions(beam=beams, length_penalty=alpha)
+    ours = [t.text for t in translator.translate(lines, options)]
+    expected = _generate(hf, lines, beams, alpha)
+    same = sum(a == b for a, b in zip(ours, expected, strict=True))
+    assert len(set(expected)) > 500  # outputs that differ, from a model that learnt something
+    assert same >= 0.99 * len(lines), [(a, b) for a, b in zip(ours, expected) if a != b][:3]
+
+
+def test_the_card_names_the_parent_and_the_run_has_what_a_run_has(
+    marian_dir: Path, imported: TrainedModel
+) -> None:
+    from mt_cli.disk.files import file_sha256
+
+    parent = imported.card.parent
+    assert parent is not None and parent.run == str(marian_dir) and parent.revision is None
+    assert parent.sha256 == file_sha256(marian_dir / "model.safetensors")
+    assert imported.card.decode.beam_size == 4  # generation_config.json's num_beams
+    assert imported.card.src_vocabulary == "spm.de.vocab.json" and imported.model.output.bias is not None
+    run = imported.checkpoint.parent.parent
+    assert {p.name for p in run.iterdir()} == {
+        "config.yaml", "checkpoints", "spm.de.model", "spm.en.model", "spm.de.vocab.json", "spm.en.vocab.json"
+    }  # fmt: skip
+
+
+def _mt(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mt_cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def _broken(marian_dir: Path, tmp_path: Path, how: str) -> Path:
+    copy = tmp_path / "broken"
+    shutil.copytree(marian_dir, copy)
+    if how == "no weights":
+        (copy / "model.safetensors").unlink()
+    elif how == "corrupt weights":
+        data = (copy / "model.safetensors").read_bytes()
+        (copy / "model.safetensors").write_bytes(data[: len(data) // 2])
+    elif how == "another model type":
+        config = json.loads((copy / "config.json").read_text())
+        (copy / "config.json").write_text(json.dumps(config | {"model_type": "bart"}))
+    elif how == "vocabulary of another size":
+        vocab = json.loads((copy / "vocab.json").read_text())
+        (copy / "vocab.json").write_text(json.dumps(vocab | {"▁extra": len(vocab)}))
+    elif how == "no tokenizer":
+        (copy / "source.spm").unlink()
+    return copy
+
+
+FAULTS = {
+    "no weights": "holds no weights",
+    "corrupt weights": "not a readable weights file",
+    "another model type": "'bart' model",
+    "vocabulary of another size": "do not belong together",
+    "no tokenizer": "source.spm",
+}
+
+
+@pytest.mark.parametrize("how", FAULTS)
+def test_a_bad_source_is_one_line_exit_2_and_no_run(marian_dir: Path, tmp_path: Path, how: str) -> None:
+    run = tmp_path / "run"
+    result = _mt("import", str(_broken(marian_dir, tmp_path, how)), "--run", str(run))
+    assert result.returncode == EXIT_USAGE, result.stderr
+    assert FAULTS[how] in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert not run.exists() and [p.name for p in tmp_path.iterdir()] == ["broken"]
+
+
+def _hub_cache(marian_dir: Path, home: Path, repo: str, commit: str) -> None:
+    """huggingface_hub's cache layout (HF_HOME/hub/models--OWNER--NAME/{refs,snapshots})."""
+    folder = home / "hub" / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(marian_dir, folder / "snapshots" / commit)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(commit)
+
+
+def test_a_hub_id_imports_from_the_cache_offline_and_names_its_revision(
+    marian_dir: Path, tmp_path: Path
+) -> None:
+    import os
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    _hub_cache(marian_dir, tmp_path / "hf", "Helsinki-NLP/opus-mt-tiny", commit)
+    env = os.environ | {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    result = _mt("import", "hf:Helsinki-NLP/opus-mt-tiny", "--run", str(tmp_path / "run"), env=env)
+    assert result.returncode == 0, result.stderr
+    parent = load_trained(tmp_path / "run").card.parent
+    assert parent is not None and (parent.run, parent.revision) == ("hf:Helsinki-NLP/opus-mt-tiny", commit)
+    missing = _mt("import", "hf:Helsinki-NLP/opus-mt-de-en", "--run", str(tmp_path / "other"), env=env)
+    assert missing.returncode == EXIT_FAILURE and "unreachable" in missing.stderr
+    assert missing.stderr.count("\n") == 1 and not (tmp_path / "other").exists()
+
+
+def test_init_from_a_marian_directory_starts_where_its_import_does(
+    marian_dir: Path, imported: TrainedModel, tmp_path: Path
+) -> None:
+    from conftest import quiet
+
+    from mt_cli.checkpoint import Checkpoint
+    from mt_cli.config.recipe import load_config
+    from mt_cli.disk.files import file_sha256
+    from mt_cli.train.run import train
+    from mt_cli.train.warm_start import parent_sections
+
+    recipe = tmp_path / "finetune.yaml"
+    recipe.write_text(
+        "data: {source: multi30k, max_len: 40, train_limit: 1000}\n"
+        "train: {max_tokens: 2048, lr: 1.0e-3, warmup_steps: 5, max_steps: 10, validate_every_steps: 10,"
+        " amp: 'off', val_bleu: false, test_at_end: false, average_last: 0}\n",
+        encoding="utf-8",
+    )
+    first_losses = []
+    for name, parent in (("direct", marian_dir), ("via-run", imported.checkpoint.parent.parent)):
+        cfg = load_config(recipe, [f"train.init_from={parent}"], parent_sections)
+        train(cfg, tmp_path / name, resume=False, log=quiet)
+        rows = [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+        first_losses.append(next(row["loss"] for row in rows if row["event"] == "val"))
+    assert first_losses[0] == first_losses[1]
+    card = Checkpoint.load(tmp_path / "direct" / "checkpoints" / "best.pt").card
+    assert card.parent is not None and card.parent.run == str(marian_dir)
+    assert card.parent.sha256 == file_sha256(marian_dir / "model.safetensors")
+    assert (tmp_path / "direct" / "spm.de.vocab.json").read_bytes() == (
+        imported.checkpoint.parent.parent / "spm.de.vocab.json"
+    ).read_bytes()

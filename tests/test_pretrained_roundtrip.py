@@ -1,0 +1,83 @@
+"""A trained mt run exported to Hugging Face and imported back (``mt_cli.pretrained``): it translates
+test2016 line for line as the original, greedy and beam 5; its CTranslate2 export equals mt fp32;
+fine-tuned, it starts at the original's validation loss, improves, and exports equal again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import quiet
+from marian_models import multi30k
+
+from mt_cli.config.options import TranslateOptions
+from mt_cli.config.recipe import load_config
+from mt_cli.decode.ctranslate2 import CTranslate2Engine
+from mt_cli.decode.translator import Translator
+from mt_cli.export.huggingface import export_huggingface
+from mt_cli.export.runs import ctranslate2_model_dir
+from mt_cli.pretrained.importing import import_model
+from mt_cli.runtime.precision import ComputeType
+from mt_cli.train.run import train
+from mt_cli.train.warm_start import parent_sections
+from mt_cli.trained import TrainedModel, load_trained
+
+TEST2016 = multi30k("test_2016_flickr", "de")
+
+
+def texts(engine: Translator | CTranslate2Engine, lines: list[str], beam: int) -> list[str]:
+    return [t.text for t in engine.translate(lines, TranslateOptions(beam=beam, length_penalty=1.0))]
+
+
+@pytest.fixture(scope="module")
+def round_tripped(trained: TrainedModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    exported = export_huggingface(trained, tmp_path_factory.mktemp("hf") / "model")
+    run = tmp_path_factory.mktemp("imported") / "run"
+    import_model(str(exported), run)
+    return run
+
+
+@pytest.mark.parametrize("beam", [1, 5])
+def test_export_then_import_translates_line_identically(
+    fp32: Translator, round_tripped: Path, beam: int
+) -> None:
+    back = Translator.of(load_trained(round_tripped), "cpu", ComputeType.FLOAT32)
+    assert texts(back, TEST2016, beam) == texts(fp32, TEST2016, beam)
+
+
+def test_the_ctranslate2_export_of_an_import_equals_mt_fp32(round_tripped: Path) -> None:
+    ours = Translator.of(load_trained(round_tripped), "cpu", ComputeType.FLOAT32)
+    engine = CTranslate2Engine(ctranslate2_model_dir(round_tripped, None), compute_type="float32")
+    lines = TEST2016[:300]
+    assert texts(engine, lines, 5) == texts(ours, lines, 5)
+
+
+def events(run: Path, kind: str) -> list[dict]:
+    rows = map(json.loads, (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines())
+    return [row for row in rows if row["event"] == kind]
+
+
+def test_a_fine_tuned_import_starts_at_its_score_improves_and_exports_equal(
+    trained_run: Path, round_tripped: Path, tmp_path: Path
+) -> None:
+    recipe = tmp_path / "finetune.yaml"
+    recipe.write_text(
+        "data: {source: multi30k, max_len: 40, train_limit: 3000}\n"
+        "train: {max_tokens: 2048, lr: 1.0e-3, warmup_steps: 10, max_steps: 60, validate_every_steps: 30,"
+        " amp: 'off', val_bleu: false, test_at_end: false, average_last: 0, log_every_steps: 10}\n",
+        encoding="utf-8",
+    )
+    # No model or tokenizer section: a warm start takes its parent's.
+    cfg = load_config(recipe, [f"train.init_from={round_tripped}"], parent_sections)
+    assert cfg.tokenizer.imported and cfg.model == load_trained(round_tripped).card.model
+    child = tmp_path / "child"
+    train(cfg, child, resume=False, log=quiet)
+    original = [row for row in events(trained_run, "val") if row["best"]][-1]  # the exported weights
+    val = events(child, "val")
+    assert val[0]["step"] == 0 and val[0]["loss"] == pytest.approx(original["loss"], abs=1e-6)
+    assert val[-1]["step"] == 60 and val[-1]["loss"] < val[0]["loss"]
+    ours = Translator.of(load_trained(child), "cpu", ComputeType.FLOAT32)
+    engine = CTranslate2Engine(ctranslate2_model_dir(child, None), compute_type="float32")
+    assert texts(engine, TEST2016[:200], 5) == texts(ours, TEST2016[:200], 5)
+    assert (child / "spm.de.vocab.json").read_bytes() == (round_tripped / "spm.de.vocab.json").read_bytes()
