@@ -131,17 +131,23 @@ def save_marian(directory: Path, steps: int = 400, codes: tuple[str, ...] = (), 
 
 
 def _train(model: Any, tokenizer: Any, de: list[str], en: list[str], steps: int) -> None:
-    """Teacher-forced steps on batches of 64 pairs: enough for outputs that end and differ."""
+    """Teacher-forced steps on batches of 64 pairs (encoded once): enough for outputs that end and differ."""
+    encoded = tokenizer(de, text_target=en)
+    pairs = list(zip(encoded["input_ids"], encoded["labels"], strict=True))
+    pad = tokenizer.pad_token_id
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     generator = random.Random(0)
     model.train()
     for _ in range(steps):
-        rows = generator.sample(range(len(de)), 64)
-        batch = tokenizer(
-            [de[i] for i in rows], text_target=[en[i] for i in rows], return_tensors="pt", padding=True
-        )
-        labels = batch["labels"].masked_fill(batch["labels"] == tokenizer.pad_token_id, -100)
-        loss = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels).loss
+        batch = generator.sample(pairs, 64)
+        src = _padded([s for s, _ in batch], pad)  # (B, S)
+        labels = _padded([t for _, t in batch], -100)  # (B, T)
+        loss = model(input_ids=src, attention_mask=(src != pad).long(), labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+
+
+def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
+    width = max(len(row) for row in rows)
+    return torch.tensor([row + [pad] * (width - len(row)) for row in rows])  # (B, width)

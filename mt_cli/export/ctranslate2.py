@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ctranslate2.specs import TransformerSpec
 
     from mt_cli.model.transformer import Transformer
+    from mt_cli.text.pieces import Tokenizer
     from mt_cli.trained import TrainedModel
 
 POSITIONS = 1024  # rows of the stored position table (CTranslate2 decodes 256 tokens by default)
@@ -184,13 +185,28 @@ def _array(tensor) -> np.ndarray:
 
 
 def write_model_files(trained: TrainedModel, model_dir: Path) -> None:
-    """mt's files beside CTranslate2's: the two SentencePiece models and the card naming them."""
-    for tokenizer, name in (
-        (trained.src_tok, ExportFiles.SOURCE_SPM),
-        (trained.tgt_tok, ExportFiles.TARGET_SPM),
-    ):
-        (model_dir / name).write_bytes(tokenizer.model_bytes())
+    """mt's files beside CTranslate2's: the two SentencePiece models (with the vocabularies that
+    number an imported model's pieces) and the card naming them."""
     card = dataclasses.replace(
-        trained.card, src_tokenizer=ExportFiles.SOURCE_SPM, tgt_tokenizer=ExportFiles.TARGET_SPM
+        trained.card,
+        src_tokenizer=ExportFiles.SOURCE_SPM,
+        tgt_tokenizer=ExportFiles.TARGET_SPM,
+        src_vocabulary=_write_tokenizer(
+            trained.src_tok, model_dir, ExportFiles.SOURCE_SPM, ExportFiles.SOURCE_VOCABULARY
+        ),
+        tgt_vocabulary=_write_tokenizer(
+            trained.tgt_tok, model_dir, ExportFiles.TARGET_SPM, ExportFiles.TARGET_VOCABULARY
+        ),
     )
     write_json(config_to_dict(card), model_dir / ExportFiles.CARD)
+
+
+def _write_tokenizer(tokenizer: Tokenizer, model_dir: Path, model: str, vocabulary: str) -> str | None:
+    """Write the SentencePiece model as ``model`` and its numbering (if any) as ``vocabulary``;
+    the vocabulary's name when there is one."""
+    (model_dir / model).write_bytes(tokenizer.model_bytes())
+    numbering = tokenizer.numbering()
+    if numbering is None:
+        return None
+    (model_dir / vocabulary).write_bytes(numbering)
+    return vocabulary

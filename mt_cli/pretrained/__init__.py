@@ -1,6 +1,12 @@
-"""Published models in: a Hugging Face Marian (OPUS-MT) checkpoint as mt's own model, never a
-wrapper around another library's. ``marian`` converts (config and weights in, a ``Transformer``
-out) through three small steps: ``marian_config`` (config.json -> ``ModelConfig``, refusing in one
-line what mt cannot represent), ``marian_vocab`` (Marian's ids -> mt's special-id layout) and
-``marian_weights`` (the state dict, tensor by tensor). Imports ``model`` and ``config``; sits
-above ``decode`` so that writing a whole run directory (card, tokenizers, weights) can join it."""
+"""Published models in: a Hugging Face Marian (OPUS-MT) checkpoint as mt's own model and run, never
+a wrapper around another library's.
+
+``source`` finds the files (``hf:OWNER/NAME[@REVISION]`` through huggingface_hub's cache, or a
+directory), ``saved`` reads and checks them (config, weights, MarianTokenizer's files), ``marian``
+converts config and weights into a ``Transformer`` through three small steps: ``marian_config``
+(config.json -> ``ModelConfig``, refusing in one line what mt cannot represent), ``marian_vocab``
+(Marian's ids -> mt's special-id layout, and the pieces by mt id) and ``marian_weights`` (the state
+dict, tensor by tensor). ``importing`` puts it together: the model converted in memory (what a warm
+start from a published model takes) or written as a run directory (``mt import``). Imports
+``model``, ``text``, ``config``, ``checkpoint`` and ``disk``; sits above ``decode``.
+"""

@@ -87,6 +87,10 @@ class Tokenizer:
         """The SentencePiece model as saved (what an export writes beside its weights)."""
         return self.sp.serialized_model_proto()
 
+    def numbering(self) -> bytes | None:
+        """The vocabulary file that numbers the pieces (``text.vocabulary``); None: SentencePiece's ids."""
+        return None
+
     def fingerprint(self) -> str:
         """SHA-256 of the model's bytes: equal exactly when two tokenizers are the same."""
         return hashlib.sha256(self.model_bytes()).hexdigest()

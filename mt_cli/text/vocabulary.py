@@ -64,6 +64,9 @@ class VocabularyTokenizer(Tokenizer):
     def piece_id(self, piece: str) -> int:
         return self._ids.get(piece, UNK_ID)
 
+    def numbering(self) -> bytes:
+        return write_vocabulary(self._pieces)
+
     def fingerprint(self) -> str:
         """SHA-256 of the SentencePiece model's bytes and the numbering."""
         digest = hashlib.sha256(self.model_bytes())
