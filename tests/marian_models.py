@@ -115,6 +115,8 @@ def save_marian(directory: Path, steps: int = 400, codes: tuple[str, ...] = (), 
     torch.manual_seed(seed)
     model = transformers.MarianMTModel(transformers.MarianConfig(**known))
     _train(model, tokenizer, de, en, steps)
+    with torch.no_grad():  # a buffer training leaves at zero; OPUS-MT's carry Marian's output bias
+        model.final_logits_bias.normal_(std=0.1)
     model.eval().save_pretrained(directory)
     pad = config["pad_token_id"]
     generation = {

@@ -91,16 +91,30 @@ def test_teacher_forced_logits_equal_transformers(imported: TrainedModel, hf: tu
     assert diff < 1e-4, diff
 
 
-def _generate(hf: tuple[Any, Any], lines: list[str], beams: int, alpha: float) -> list[str]:
+def _generate(hf: tuple[Any, Any], lines: list[str], beams: int, alpha: float, card: Any) -> list[str]:
+    """``generate``'s outputs, each line with mt's length limit (``hypotheses.output_limit``), the
+    last token forced to </s> as mt's search forces it: lines grouped by that limit."""
+    from collections import defaultdict
+
+    from mt_cli.decode.hypotheses import output_limit
+
     tokenizer, marian = hf
-    out = []
-    for i in range(0, len(lines), 100):
-        batch = tokenizer(lines[i : i + 100], return_tensors="pt", padding=True)
-        with torch.no_grad():
-            found = marian.generate(
-                **batch, num_beams=beams, length_penalty=alpha, early_stopping=True, max_new_tokens=200
-            )
-        out += tokenizer.batch_decode(found, skip_special_tokens=True)
+    d = card.decode
+    groups: dict[int, list[int]] = defaultdict(list)
+    for index, ids in enumerate(tokenizer(lines)["input_ids"]):
+        groups[output_limit(len(ids), d.max_len_a, d.max_len_b, card.model.max_positions)].append(index)
+    out = [""] * len(lines)
+    for limit, indices in groups.items():
+        for start in range(0, len(indices), 100):
+            chunk = indices[start : start + 100]
+            batch = tokenizer([lines[i] for i in chunk], return_tensors="pt", padding=True)
+            with torch.no_grad():
+                found = marian.generate(
+                    **batch, num_beams=beams, length_penalty=alpha, early_stopping=beams > 1,
+                    max_new_tokens=limit, max_length=None,
+                )  # fmt: skip
+            for i, text in zip(chunk, tokenizer.batch_decode(found, skip_special_tokens=True), strict=True):
+                out[i] = text
     return out
 
 
@@ -112,7 +126,7 @@ def test_greedy_and_beam_equal_generate_on_1000_lines(
     translator = Translator.of(imported, "cpu", ComputeType.FLOAT32)
     options = TranslateOptions(beam=beams, length_penalty=alpha)
     ours = [t.text for t in translator.translate(lines, options)]
-    expected = _generate(hf, lines, beams, alpha)
+    expected = _generate(hf, lines, beams, alpha, imported.card)
     same = sum(a == b for a, b in zip(ours, expected, strict=True))
     assert len(set(expected)) > 500  # outputs that differ, from a model that learnt something
     assert same >= 0.99 * len(lines), [(a, b) for a, b in zip(ours, expected) if a != b][:3]
@@ -233,3 +247,66 @@ def test_init_from_a_marian_directory_starts_where_its_import_does(
     assert (tmp_path / "direct" / "spm.de.vocab.json").read_bytes() == (
         imported.checkpoint.parent.parent / "spm.de.vocab.json"
     ).read_bytes()
+
+
+def test_everything_that_takes_a_run_takes_an_import(imported: TrainedModel, tmp_path: Path) -> None:
+    """translate (both engines), eval, score, --ensemble, serve, and every export: the imported run
+    is an ordinary run. The exports are checked by reading them back: Hugging Face by importing
+    it again (line-identical), Argos by its package's files."""
+    import httpx
+    from helpers import start_server
+
+    run = str(imported.checkpoint.parent.parent)
+    lines = multi30k("test_2016_flickr", "de")[:20]
+    (tmp_path / "src.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "ref.en").write_text(
+        "\n".join(multi30k("test_2016_flickr", "en")[:20]) + "\n", encoding="utf-8"
+    )
+    expected = [t.text for t in Translator.of(imported, "cpu", ComputeType.FLOAT32).translate(lines)]
+    for engine in ("mt", "ctranslate2"):
+        found = _mt("translate", "--run", run, "-i", str(tmp_path / "src.de"), "--engine", engine,
+                    "--compute-type", "float32")  # fmt: skip
+        assert found.returncode == 0 and found.stdout.splitlines() == expected, found.stderr
+    ensemble = _mt("translate", "--run", run, "--ensemble", run, "-i", str(tmp_path / "src.de"),
+                   "--compute-type", "float32")  # fmt: skip
+    assert ensemble.returncode == 0 and ensemble.stdout.splitlines() == expected, ensemble.stderr
+    scored = _mt(
+        "eval", "--run", run, "--src", str(tmp_path / "src.de"), "--ref", str(tmp_path / "ref.en"), "--json"
+    )
+    assert scored.returncode == 0 and 0 < json.loads(scored.stdout)["bleu"] <= 100, scored.stderr
+    score = _mt("score", "--run", run, "--src", str(tmp_path / "src.de"), "--tgt", str(tmp_path / "ref.en"))
+    assert score.returncode == 0 and len(score.stdout.splitlines()) == 20, score.stderr
+    exported = _mt("export", "--run", run, "-f", "huggingface", "-o", str(tmp_path / "hf"))
+    assert exported.returncode == 0, exported.stderr
+    again = import_model(str(tmp_path / "hf"), tmp_path / "again")
+    assert again.config.model == imported.card.model
+    back = Translator.of(load_trained(tmp_path / "again"), "cpu", ComputeType.FLOAT32)
+    assert [t.text for t in back.translate(lines)] == expected
+    argos = _mt("export", "--run", run, "-f", "argos", "-o", str(tmp_path / "de_en.argosmodel"))
+    assert argos.returncode == 0 and (tmp_path / "de_en.argosmodel").stat().st_size > 0, argos.stderr
+    server = start_server(Path(run), "--compute-type", "float32")
+    try:
+        answer = httpx.post(f"{server.url}/translate", json={"q": lines[:3], "source": "de", "target": "en"})
+        assert answer.status_code == 200 and answer.json()["translatedText"] == expected[:3]
+    finally:
+        server.stop()
+
+
+def test_a_multilingual_models_codes_become_target_tags(tmp_path: Path) -> None:
+    """OPUS-MT's multi-target models read ``>>xx<<`` before a source: imported, each is mt's tag
+    ``<2xx>``, the targets are those languages, and the ids are MarianTokenizer's."""
+    from mt_cli.specials import EOS_PIECE
+
+    directory = save_marian(tmp_path / "multi", steps=0, codes=("fr", "cs"))
+    import_model(str(directory), tmp_path / "run", tgt_lang="cs")
+    trained = load_trained(tmp_path / "run")
+    assert trained.card.data.languages() == (("de",), ("cs", "fr")) and trained.card.data.uses_target_tags()
+    tokenizer = transformers.MarianTokenizer.from_pretrained(directory)
+    table = tokenizer.get_vocab()
+    for code in ("fr", "cs"):
+        line = "Ein Hund läuft über die Wiese."
+        ids = trained.src_tok.encode([f"<2{code}> {line}"])[0]
+        pieces = trained.src_tok.to_pieces(ids)
+        assert pieces[0] == f"<2{code}>"
+        marian = [table[f">>{code}<<"]] + [table[piece] for piece in pieces[1:]] + [table[EOS_PIECE]]
+        assert marian == tokenizer(f">>{code}<< {line}")["input_ids"]

@@ -17,7 +17,7 @@ import yaml
 from mt_cli.config.legacy import upgrade_corpora
 from mt_cli.config.rules import check_recipe
 from mt_cli.config.schema import apply_override, build
-from mt_cli.config.sections import Config
+from mt_cli.config.sections import Config, DataConfig
 from mt_cli.errors import ConfigError
 
 # What a warm start takes from its parent unless its recipe says otherwise (it must agree anyway).
@@ -27,7 +27,7 @@ INHERITED = ("model", "tokenizer")
 def load_config(
     path: str | Path,
     overrides: typing.Sequence[str] = (),
-    parent_sections: typing.Callable[[str], dict[str, Any]] | None = None,
+    parent_sections: typing.Callable[[str, tuple[str, str]], dict[str, Any]] | None = None,
 ) -> Config:
     """Read a YAML recipe (a path, or the name of a shipped one such as ``multi30k``), apply
     ``section.key=value`` overrides, validate everything.
@@ -56,13 +56,18 @@ def load_config(
 
 
 def _inherited(
-    raw: dict[str, Any], parent_sections: typing.Callable[[str], dict[str, Any]]
+    raw: dict[str, Any], parent_sections: typing.Callable[[str, tuple[str, str]], dict[str, Any]]
 ) -> dict[str, Any]:
     train = raw.get("train")
     spec = train.get("init_from") if isinstance(train, dict) else None
     if not isinstance(spec, str) or not spec.strip():
         return raw  # no warm start, or a bad value the rules name
-    sections = parent_sections(spec)
+    data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
+    languages = (
+        str(data.get("src_lang", DataConfig.src_lang)),
+        str(data.get("tgt_lang", DataConfig.tgt_lang)),
+    )
+    sections = parent_sections(spec, languages)
     merged = dict(raw)
     for name in INHERITED:
         given = raw.get(name)

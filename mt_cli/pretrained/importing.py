@@ -47,11 +47,16 @@ class Converted:
 
 
 def convert(
-    spec: str, src_lang: str | None = None, tgt_lang: str | None = None, run_dir: str = ""
+    spec: str,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    run_dir: str = "",
+    unsaid: tuple[str, str] | None = None,
 ) -> Converted:
     """The model ``spec`` names (``pretrained.source``) converted, nothing written. ``src_lang`` and
-    ``tgt_lang`` override the languages tokenizer_config.json gives. A ConfigError, CheckpointError
-    or InputError (exit 2), or a RunFailure (exit 3: the hub unreachable), in one line."""
+    ``tgt_lang`` override the languages tokenizer_config.json gives; ``unsaid`` (source, target) are
+    the languages to assume where it gives none (a warm start's recipe's). A ConfigError,
+    CheckpointError or InputError (exit 2), or a RunFailure (exit 3: the hub unreachable), in one line."""
     located = locate(spec)
     saved = read_saved(located.directory)
     converted = _converted(saved)
@@ -60,7 +65,7 @@ def convert(
         mt_pieces(saved.source_vocabulary, converted.src_order),
         mt_pieces(saved.target_vocabulary, converted.tgt_order),
     )
-    cfg = recipe(saved, converted, run_dir, _languages(saved, src_lang, tgt_lang, pieces[0]))
+    cfg = recipe(saved, converted, run_dir, _languages(saved, src_lang, tgt_lang, unsaid))
     parent = ParentCard(located.name, saved.weights_file.name, saved.weights_sha256(), located.revision)
     card = dataclasses.replace(ModelCard.of(cfg), parent=parent)
     checkpoint = Checkpoint(converted.state_dict, card, config=config_to_dict(cfg), step=0)
@@ -112,12 +117,13 @@ def _converted(saved: SavedMarian) -> MarianImport:
 
 
 def _languages(
-    saved: SavedMarian, src_lang: str | None, tgt_lang: str | None, src_pieces: list[str]
+    saved: SavedMarian, src_lang: str | None, tgt_lang: str | None, unsaid: tuple[str, str] | None
 ) -> tuple[str, tuple[str, ...]]:
     """(source language, target languages): a multilingual model's targets are its ``>>xx<<`` codes."""
-    src = src_lang or saved.tokenizer_config.get("source_lang")
+    said = saved.tokenizer_config
+    src = src_lang or said.get("source_lang") or (unsaid[0] if unsaid else None)
     codes = tuple(code for piece in saved.source_vocabulary if (code := language_code(piece)) is not None)
-    targets = codes or ((tgt_lang or saved.tokenizer_config.get("target_lang")),)
+    targets = codes or ((tgt_lang or said.get("target_lang") or (unsaid[1] if unsaid else None)),)
     if src is None or targets[0] is None:
         raise ConfigError(
             f"{saved.directory / 'tokenizer_config.json'} does not say the model's languages "
@@ -137,7 +143,10 @@ def recipe(
     reads), model, tokenizer sizes and the decoding its generation_config.json asks for."""
     src, targets = languages
     corpora = [CorpusConfig(source="multi30k", src_lang=src, tgt_lang=tgt) for tgt in targets]
-    data = DataConfig(src_lang=src, tgt_lang=targets[0], corpora=corpora if len(targets) > 1 else [])
+    codes = any(language_code(piece) is not None for piece in saved.source_vocabulary)
+    data = DataConfig(
+        src_lang=src, tgt_lang=targets[0], corpora=corpora if len(targets) > 1 else [], target_tags=codes
+    )
     tokenizer = TokenizerConfig(
         src_vocab_size=converted.src_vocab_size, tgt_vocab_size=converted.tgt_vocab_size, imported=True
     )

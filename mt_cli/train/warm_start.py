@@ -68,11 +68,12 @@ class Parent:
     record: ParentCard  # what the new run's card says about it
 
 
-def parent_sections(spec: str) -> dict[str, dict[str, Any]]:
+def parent_sections(spec: str, languages: tuple[str, str]) -> dict[str, dict[str, Any]]:
     """The parent's ``model`` and ``tokenizer`` sections, as a recipe writes them: what a warm
-    start's recipe inherits where it leaves them out (``config.recipe.load_config``)."""
+    start's recipe (translating ``languages``) inherits where it leaves them out
+    (``config.recipe.load_config``)."""
     if is_import_source(spec):
-        config = convert(spec).config
+        config = convert(spec, unsaid=languages).config
         return {"model": config_to_dict(config.model), "tokenizer": config_to_dict(config.tokenizer)}
     root, name = run_and_checkpoint(spec)
     try:
@@ -113,7 +114,7 @@ def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
 
 def _imported_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
     """A published model, converted in memory (``pretrained.importing``) and checked as a run would be."""
-    converted = convert(spec, cfg.data.src_lang, cfg.data.tgt_lang)
+    converted = convert(spec, unsaid=(cfg.data.src_lang, cfg.data.tgt_lang))
     saved = converted.checkpoint
     _check(cfg, saved, spec, spec)
     step = _check_kept_state(cfg, saved, spec)
