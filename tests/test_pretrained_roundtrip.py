@@ -14,6 +14,7 @@ from marian_models import multi30k
 from mt_cli.config.options import TranslateOptions
 from mt_cli.config.recipe import load_config
 from mt_cli.decode.ctranslate2 import CTranslate2Engine
+from mt_cli.decode.hypotheses import output_limit
 from mt_cli.decode.translator import Translator
 from mt_cli.export.huggingface import export_huggingface
 from mt_cli.export.runs import ctranslate2_model_dir
@@ -46,11 +47,25 @@ def test_export_then_import_translates_line_identically(
     assert texts(back, TEST2016, beam) == texts(fp32, TEST2016, beam)
 
 
+def assert_ctranslate2_equals_mt(run: Path, lines: list[str]) -> None:
+    """The run's CTranslate2 export against mt fp32: greedy on every line; beam 5 on the lines
+    that ended before their length limit (there mt scores a forced EOS and CTranslate2 stops, as
+    tests/test_export_ctranslate2.py says)."""
+    ours = Translator.of(load_trained(run), "cpu", ComputeType.FLOAT32)
+    engine = CTranslate2Engine(ctranslate2_model_dir(run, None), compute_type="float32")
+    assert texts(engine, lines, 1) == texts(ours, lines, 1)
+    found = ours.translate(lines, TranslateOptions(beam=5, length_penalty=1.0))
+    dec, positions = ours.card.decode, ours.card.model.max_positions
+    sources = ours.encode_sources(lines, warn=lambda message: None)
+    limits = [output_limit(len(ids), dec.max_len_a, dec.max_len_b, positions) for ids in sources]
+    ended = [i for i, (t, limit) in enumerate(zip(found, limits)) if len(t.best.tokens) < limit - 1]
+    theirs = texts(engine, lines, 5)
+    assert len(ended) >= len(lines) // 2  # a tiny model has its runaways
+    assert [theirs[i] for i in ended] == [found[i].text for i in ended]
+
+
 def test_the_ctranslate2_export_of_an_import_equals_mt_fp32(round_tripped: Path) -> None:
-    ours = Translator.of(load_trained(round_tripped), "cpu", ComputeType.FLOAT32)
-    engine = CTranslate2Engine(ctranslate2_model_dir(round_tripped, None), compute_type="float32")
-    lines = TEST2016[:300]
-    assert texts(engine, lines, 5) == texts(ours, lines, 5)
+    assert_ctranslate2_equals_mt(round_tripped, TEST2016[:300])
 
 
 def events(run: Path, kind: str) -> list[dict]:
@@ -65,19 +80,18 @@ def test_a_fine_tuned_import_starts_at_its_score_improves_and_exports_equal(
     recipe.write_text(
         "data: {source: multi30k, max_len: 40, train_limit: 3000}\n"
         "train: {max_tokens: 2048, lr: 1.0e-3, warmup_steps: 10, max_steps: 60, validate_every_steps: 30,"
-        " amp: 'off', val_bleu: false, test_at_end: false, average_last: 0, log_every_steps: 10}\n",
+        " val_bleu: false, test_at_end: false, average_last: 0, log_every_steps: 10}\n",
         encoding="utf-8",
     )
-    # No model or tokenizer section: a warm start takes its parent's.
+    # No model or tokenizer section: a warm start takes its parent's. train.amp as the parent's
+    # (auto), so that update 0 scores in the precision the parent's own validation did.
     cfg = load_config(recipe, [f"train.init_from={round_tripped}"], parent_sections)
     assert cfg.tokenizer.imported and cfg.model == load_trained(round_tripped).card.model
     child = tmp_path / "child"
     train(cfg, child, resume=False, log=quiet)
     original = [row for row in events(trained_run, "val") if row["best"]][-1]  # the exported weights
     val = events(child, "val")
-    assert val[0]["step"] == 0 and val[0]["loss"] == pytest.approx(original["loss"], abs=1e-6)
+    assert val[0]["step"] == 0 and val[0]["loss"] == original["loss"]
     assert val[-1]["step"] == 60 and val[-1]["loss"] < val[0]["loss"]
-    ours = Translator.of(load_trained(child), "cpu", ComputeType.FLOAT32)
-    engine = CTranslate2Engine(ctranslate2_model_dir(child, None), compute_type="float32")
-    assert texts(engine, TEST2016[:200], 5) == texts(ours, TEST2016[:200], 5)
+    assert_ctranslate2_equals_mt(child, TEST2016[:200])
     assert (child / "spm.de.vocab.json").read_bytes() == (round_tripped / "spm.de.vocab.json").read_bytes()

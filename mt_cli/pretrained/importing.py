@@ -145,7 +145,11 @@ def recipe(
     corpora = [CorpusConfig(source="multi30k", src_lang=src, tgt_lang=tgt) for tgt in targets]
     codes = any(language_code(piece) is not None for piece in saved.source_vocabulary)
     data = DataConfig(
-        src_lang=src, tgt_lang=targets[0], corpora=corpora if len(targets) > 1 else [], target_tags=codes
+        src_lang=src,
+        tgt_lang=targets[0],
+        corpora=corpora if len(targets) > 1 else [],
+        target_tags=codes,
+        max_len=min(DataConfig.max_len, converted.model.max_positions - 2),  # <s> and </s> take two
     )
     tokenizer = TokenizerConfig(
         src_vocab_size=converted.src_vocab_size, tgt_vocab_size=converted.tgt_vocab_size, imported=True
