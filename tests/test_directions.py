@@ -34,6 +34,7 @@ from mt_cli.disk.reading import read_lines
 from mt_cli.errors import InputError
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.serve.app import languages_of
+from mt_cli.serve.detect import Detector
 from mt_cli.specials import EOS_ID
 
 DIRECTIONS = (("de", "en"), ("fr", "en"), ("cs", "en"))
@@ -258,9 +259,10 @@ def test_mt_serve_lists_every_direction_and_selects_the_target(run: Path, senten
         assert answers[lang] == {
             "translatedText": expected.translate_lines([sentences[lang]], TranslateOptions(tgt_lang="en"))[0]
         }
+    assert auto.json()["detectedLanguage"]["language"] == "cs"
     assert auto.json() == {
         "translatedText": expected.translate_lines([sentences["cs"]])[0],
-        "detectedLanguage": {"confidence": 100.0, "language": "de"},
+        "detectedLanguage": Detector(["de", "en", "fr", "cs"]).rank(sentences["cs"])[0].answer(),
     }
     directions = "this server translates de -> en, fr -> en, cs -> en"
     assert {name: (r.status_code, r.json()) for name, r in bad.items()} == {

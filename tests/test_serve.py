@@ -27,8 +27,12 @@ import pytest
 from helpers import ServeProcess, sentences_of_one_length, start_server
 from libretranslatepy import LibreTranslateAPI
 
+from mt_cli.serve.detect import Detector, detect
+from mt_cli.serve.parse import Pair
+
 MAX_CHARS = 400
 KEYS = ["k-one", "k-two"]
+DE_EN = Pair("de", "en", MAX_CHARS, 100)
 SENTENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine Frau liest ein Buch."]
 
 
@@ -71,7 +75,9 @@ def test_the_libretranslate_client_translates_lists_languages_and_detects(server
         {"code": "de", "name": "German", "targets": ["en"]},
         {"code": "en", "name": "English", "targets": []},
     ]
-    assert client.detect("Ein Hund rennt.") == [{"confidence": 100.0, "language": "de"}]
+    detected = client.detect("Ein Hund rennt.")
+    assert detected[0]["language"] == "de"
+    assert detected == [guess.answer() for guess in detect(Detector(["de", "en"]), "Ein Hund rennt.", DE_EN)]
 
 
 def test_json_form_multipart_and_list_bodies_give_the_engines_translations(server, translator) -> None:
@@ -90,7 +96,8 @@ def test_json_form_multipart_and_list_bodies_give_the_engines_translations(serve
         text = http.post(url, json={"q": "\r\n".join(SENTENCES) + "\n", **pair}).json()
         assert text == {"translatedText": "\n".join(lines) + "\n"}
         auto = http.post(url, json={"q": [one, one], "source": "auto", "target": "en"}).json()
-        detected = {"confidence": 100.0, "language": "de"}
+        detected = Detector(["de", "en"]).rank(one)[0].answer()
+        assert detected["language"] == "de"
         assert auto == {"translatedText": [alone, alone], "detectedLanguage": [detected, detected]}
         form_auto = http.post(url, data={"q": one, "source": "auto", "target": "en"}).json()
         assert form_auto == {"translatedText": alone, "detectedLanguage": detected}

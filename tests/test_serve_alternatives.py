@@ -26,6 +26,7 @@ from helpers import (
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.results import Hypothesis, Translation
 from mt_cli.serve.app import Settings, create_app
+from mt_cli.serve.detect import Detector
 
 PAIR = {"source": "de", "target": "en"}
 LIMIT_ERROR = "invalid request: alternatives parameter must be <= 3 (--alternatives-limit)"
@@ -67,7 +68,8 @@ def test_alternatives_are_answered_as_libretranslate_answers_them() -> None:
         one = client.post("/translate", json={"q": "hund", **PAIR, "alternatives": 3}).json()
         listed = client.post("/translate", data={"q": ["a", "same", ""], **PAIR, "alternatives": "2"}).json()
         text = client.post(
-            "/translate", json={"q": "a\n\nb\r\n", "source": "auto", "target": "en", "alternatives": 2}
+            "/translate",
+            json={"q": "ein hund\n\nund eine katze\r\n", "source": "auto", "target": "en", "alternatives": 2},
         )
         plain = [
             client.post("/translate", json={"q": "hund", **PAIR, "alternatives": n}).json() for n in (0, "")
@@ -78,16 +80,17 @@ def test_alternatives_are_answered_as_libretranslate_answers_them() -> None:
     assert listed == {"translatedText": ["A", "SAME", ""], "alternatives": [["A 1", "A 2"], [], []]}
     # A text's k-th alternative joins its lines' k-th hypotheses; an empty line stays empty.
     assert text.json() == {
-        "translatedText": "A\n\nB\n",
-        "detectedLanguage": {"confidence": 100.0, "language": "de"},
-        "alternatives": ["A 1\n\nB 1\n", "A 2\n\nB 2\n"],
+        "translatedText": "EIN HUND\n\nUND EINE KATZE\n",
+        "detectedLanguage": Detector(["de", "en"]).rank("ein hund\n\nund eine katze\r\n")[0].answer(),
+        "alternatives": ["EIN HUND 1\n\nUND EINE KATZE 1\n", "EIN HUND 2\n\nUND EINE KATZE 2\n"],
     }
+    assert text.json()["detectedLanguage"]["language"] == "de"
     assert plain == [{"translatedText": "HUND"}] * 2  # no alternatives asked: no key, as before
     # N alternatives: n-best N + 1 in a beam of max(the card's 2, N + 1); none: translate_lines.
     assert engine.calls == [
         ("n-best", ["hund"], 4, 4),
         ("n-best", ["a", "same", ""], 3, 3),
-        ("n-best", ["a", "", "b", ""], 3, 3),
+        ("n-best", ["ein hund", "", "und eine katze", ""], 3, 3),
         ("lines", ["hund"], None, 1),
         ("lines", ["hund"], None, 1),
     ]

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.results import Hypothesis, Translation
 from mt_cli.serve.app import Settings, create_app
+from mt_cli.serve.detect import Detector
 
 ANSWER_TIMEOUT_S = 10  # far above any answer of the fake engine: longer is a hang
 
@@ -112,7 +113,9 @@ LIMIT = 3  # --alternatives-limit of the app under fuzz
 
 
 def server() -> InProcess:
-    """The app under fuzz: small limits, so that sizes are refused often too."""
+    """The app under fuzz: small limits, so that sizes are refused often too. lingua's models are
+    loaded first (once a process), so that no answer waits for them past ANSWER_TIMEOUT_S."""
+    Detector(["de", "en"]).rank("Ein Hund.")
     settings = Settings(max_chars=300, max_queue=64, alternatives_limit=LIMIT)
     return InProcess(create_app(FastEngine(), settings))
 

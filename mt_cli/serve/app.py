@@ -30,10 +30,9 @@ from fastapi.responses import HTMLResponse
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
 from mt_cli.errors import InputError
-from mt_cli.serve import alternatives, body, parse
+from mt_cli.serve import alternatives, body, detect, parse
 from mt_cli.serve.batcher import Batcher, EngineFailed
 from mt_cli.serve.handlers import Guard, add_error_handlers
-from mt_cli.serve.request import CONFIDENCE
 
 logger = logging.getLogger("mt.serve")
 
@@ -137,7 +136,12 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         )
         return await parse.read_fields(request, content)
 
-    _add_api_routes(app, engine, batcher, pair, settings, read_fields)
+    detector = detect.Detector([code for direction in pair.directions for code in direction])
+    if unknown := [source for source in pair.sources if not detector.knows(source)]:
+        logger.warning(
+            "mt serve: source auto and /detect cannot check %s: no language detector knows it", unknown
+        )
+    _add_api_routes(app, engine, batcher, pair, settings, read_fields, detector)
     _add_info_routes(app, batcher, pair, settings)
     return app
 
@@ -149,12 +153,17 @@ def _add_api_routes(
     pair: parse.Pair,
     settings: Settings,
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
+    detector: detect.Detector,
 ) -> None:
     @app.post("/translate")
     async def translate(request: Request) -> dict[str, Any]:
         fields = await read_fields(request)
         parse.check_key(fields, settings.api_keys)
         job = parse.parse_translate(fields, pair)
+        detected: list[detect.Guess] = []
+        if job.auto:  # a 400 for text in a language the model does not translate into the target
+            target = job.target or pair.target
+            detected = await asyncio.to_thread(detect.auto_sources, detector, job.texts, target, pair)
         try:  # checked before it is queued: options the engine cannot decode with are the client's
             options = engine.resolve(job.options(settings.options, engine.beam_size))
         except InputError as err:
@@ -165,14 +174,14 @@ def _add_api_routes(
         except EngineFailed as err:  # input that passed every check failed alone: mt's bug, one line
             logger.error("mt serve: the engine failed on one request: %s", err)
             raise parse.ApiError(500, f"Cannot translate text: {parse.show(str(err.cause), 200)}") from None
-        return job.answer(outputs, pair.source)
+        return job.answer(outputs, [guess.answer() for guess in detected])
 
     @app.post("/detect")
-    async def detect(request: Request) -> list[dict[str, Any]]:
+    async def detect_language(request: Request) -> list[dict[str, Any]]:
         fields = await read_fields(request)
         parse.check_key(fields, settings.api_keys)
-        parse.parse_detect(fields, pair)
-        return [{"confidence": CONFIDENCE, "language": pair.source}]
+        text = "\n".join(parse.parse_detect(fields, pair))  # a list of texts is detected as one
+        return [guess.answer() for guess in await asyncio.to_thread(detect.detect, detector, text, pair)]
 
 
 def _add_info_routes(

@@ -13,9 +13,9 @@ LibreTranslate leaves open:
   text, because this model would translate the markup as words and break it.
 * ``source`` and ``target`` choose one of the directions the model knows (``GET /languages``
   lists them); a multilingual model gets the target's tag before each line. ``source: "auto"``
-  means the model's first source language, with any target it writes; the answer carries
-  LibreTranslate's ``detectedLanguage`` (``{"confidence": 100.0, "language": SRC}``, a list
-  for a list ``q``). The server does not inspect the text: it detects nothing.
+  takes any target the model writes; ``detect.py`` then finds each text's language (a 400 if the
+  model cannot translate it into the target) and the answer carries LibreTranslate's
+  ``detectedLanguage`` (``{"confidence", "language"}``, a list for a list ``q``).
 * Each ``q`` is split into lines (on "\\n", as ``mt translate`` reads a file) and each line is
   translated on its own, then joined again, so a text keeps its line breaks (``request``).
 * ``alternatives`` (N, a JSON number or a string of digits, as a form sends it; missing, null or

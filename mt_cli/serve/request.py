@@ -10,14 +10,12 @@ from typing import Any
 from mt_cli.config.options import TranslateOptions
 from mt_cli.serve.alternatives import Hypotheses, decode_options, join
 
-CONFIDENCE = 100.0  # LibreTranslate's scale (percent) for a language it was told, not guessed
-
 
 @dataclass(frozen=True)
 class TranslateRequest:
     texts: list[str]  # q, always as a list
     batch: bool  # q was a list, so translatedText is one
-    auto: bool  # source was "auto", so the answer says which language was assumed
+    auto: bool  # source was "auto", so the answer says which language was detected
     alternatives: int = 0  # more translations asked for each text
     target: str | None = None  # the language to write (None: the engine's default)
 
@@ -30,8 +28,11 @@ class TranslateRequest:
         """Every line of every text, in order: what the engine decodes."""
         return [line for text in self.texts for line in split_lines(text)]
 
-    def answer(self, outputs: Sequence[Hypotheses], source: str) -> dict[str, Any]:
-        """LibreTranslate's answer from the hypotheses (best first) of ``lines()``, in order."""
+    def answer(
+        self, outputs: Sequence[Hypotheses], detected: Sequence[dict[str, Any]] = ()
+    ) -> dict[str, Any]:
+        """LibreTranslate's answer from the hypotheses (best first) of ``lines()``, in order, and
+        for ``source: "auto"`` the language ``detected`` in each text (``{"confidence", "language"}``)."""
         translated, alternatives, start = [], [], 0
         for text in self.texts:
             count = len(split_lines(text))
@@ -41,8 +42,7 @@ class TranslateRequest:
             start += count
         body: dict[str, Any] = {"translatedText": translated if self.batch else translated[0]}
         if self.auto:
-            detected = {"confidence": CONFIDENCE, "language": source}
-            body["detectedLanguage"] = [detected] * len(self.texts) if self.batch else detected
+            body["detectedLanguage"] = list(detected) if self.batch else detected[0]
         if self.alternatives > 0:  # LibreTranslate has the key only when alternatives were asked for
             body["alternatives"] = alternatives if self.batch else alternatives[0]
         return body
