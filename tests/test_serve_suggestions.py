@@ -307,7 +307,6 @@ def test_sigkill_during_writes_leaves_every_acknowledged_row(suggesting: tuple[S
     assert set(acknowledged) <= set(stored) and len(stored) == len(set(stored)) and read == set(stored)
 
 
-@pytest.mark.slow
 def test_a_served_model_fine_tunes_on_its_users_suggestions(trained_run: Path, tmp_path: Path) -> None:
     """Serve the run, send it corrections of its translations (test2016 references), fine-tune
     a child on them with `mt train --init-from`: the corrections become likelier under the child

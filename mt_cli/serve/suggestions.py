@@ -132,19 +132,20 @@ class Store:
             return
         opened.set_result(None)
         try:
-            last = False
-            while not last:
-                jobs = [job] if (job := self._queue.get()) is not None else []
-                last = job is None
-                while not last and len(jobs) < GROUP:
+            while (first := self._queue.get()) is not None:
+                jobs, last = [first], False
+                while len(jobs) < GROUP:  # and whatever else waits: one transaction, one sync
                     try:
                         more = self._queue.get_nowait()
                     except queue.Empty:
                         break
-                    last = more is None
-                    jobs.extend([] if more is None else [more])
-                if jobs:
-                    self._commit(connection, jobs)
+                    if more is None:  # close() puts it after every row it lets in
+                        last = True
+                        break
+                    jobs.append(more)
+                self._commit(connection, jobs)
+                if last:
+                    break
         finally:
             connection.close()
 
