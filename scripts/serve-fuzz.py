@@ -1,7 +1,8 @@
 # The long run of the HTTP API fuzz (the suite runs 200 cases), from the repository root:
 #   python scripts/serve-fuzz.py --cases 20000 --json
 """Fuzz `mt serve`'s HTTP API for many cases: the property and the request strategies of
-tests/test_serve_fuzz.py (Hypothesis), against the app in-process over a fast fake engine.
+tests/test_serve_fuzz.py (Hypothesis), against the app in-process over a fast fake engine, its
+/suggest storing into a temporary database.
 
 Every answer must come within 10 s, never be a 500, and be JSON ``{"error": str}`` when its
 status is 400 or more. Reports the cases tried, the answers by status and the wall time; exits 1
@@ -14,6 +15,7 @@ import argparse
 import importlib.util
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -42,7 +44,8 @@ def main() -> int:
     args = parser.parse_args()
 
     fuzz = load_fuzz_module()
-    server = fuzz.server()
+    folder = tempfile.TemporaryDirectory()  # the database its /suggest writes
+    server = fuzz.server(Path(folder.name) / "suggestions.db")
     tried = 0
 
     @seed(args.seed)
@@ -62,6 +65,7 @@ def main() -> int:
         failure = str(err)
     finally:
         server.close()
+        folder.cleanup()
     result = {
         "cases": tried,
         "seconds": round(time.monotonic() - start, 1),

@@ -1,8 +1,9 @@
 """A property-based fuzz of the HTTP API: Hypothesis makes requests (arbitrary JSON values, text
 with lone surrogates, field names and types, ``alternatives`` good and bad, form and multipart
-bodies, bytes, content types, query strings, methods and paths) and the app, in-process over a
-fast fake engine, must answer each within a few seconds, never 500, every answer of 400 or more
-as JSON ``{"error": str}``, and a translation with LibreTranslate's shapes.
+bodies, bytes, content types, query strings, methods and paths) to /translate and /suggest, and
+the app, in-process over a fast fake engine and storing suggestions in a database, must answer
+each within a few seconds, never 500, every answer of 400 or more as JSON ``{"error": str}``, a
+translation with LibreTranslate's shapes, and each suggestion it accepted stored.
 
 ``scripts/serve-fuzz.py`` runs the same property for many more cases (docs/benchmarks.md).
 """
@@ -12,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import sqlite3
 import threading
 import urllib.parse
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -66,6 +69,7 @@ class InProcess:
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
     statuses: collections.Counter[int] = field(default_factory=collections.Counter)
     alternatives: int = 0  # translations answered with alternatives
+    suggested: int = 0  # suggestions answered {"success": true}
 
     def __post_init__(self) -> None:
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
@@ -97,6 +101,8 @@ class InProcess:
         self.statuses[response.status_code] += 1
         if response.status_code == 200 and method == "POST" and response.request.url.path == "/translate":
             self.alternatives += int("alternatives" in response.json())
+        if response.status_code == 200 and method == "POST" and response.request.url.path == "/suggest":
+            self.suggested += 1
         return response
 
     def close(self) -> None:
@@ -112,11 +118,12 @@ class InProcess:
 LIMIT = 3  # --alternatives-limit of the app under fuzz
 
 
-def server() -> InProcess:
-    """The app under fuzz: small limits, so that sizes are refused often too. lingua's models are
-    loaded first (once a process), so that no answer waits for them past ANSWER_TIMEOUT_S."""
+def server(suggestions: Path) -> InProcess:
+    """The app under fuzz, storing suggestions in ``suggestions``: small limits, so that sizes are
+    refused often too. lingua's models are loaded first (once a process), so that no answer waits
+    for them past ANSWER_TIMEOUT_S."""
     Detector(["de", "en"]).rank("Ein Hund.")
-    settings = Settings(max_chars=300, max_queue=64, alternatives_limit=LIMIT)
+    settings = Settings(max_chars=300, max_queue=64, alternatives_limit=LIMIT, suggestions=suggestions)
     return InProcess(create_app(FastEngine(), settings))
 
 
@@ -134,7 +141,10 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(texts, children, max_size=4),
     max_leaves=12,
 )
-field_names = st.sampled_from(["q", "source", "target", "format", "api_key", "alternatives"]) | texts
+field_names = (
+    st.sampled_from(["q", "source", "target", "format", "api_key", "alternatives", "s", "translatedText"])
+    | texts
+)
 content_types = st.sampled_from(
     [
         "application/json",
@@ -175,12 +185,8 @@ def _multipart(pairs: list[tuple[str, Any]], files: bool) -> bytes:
     return b"".join(parts) + b"--fuzz--\r\n"
 
 
-@st.composite
-def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
-    """(method, path, httpx arguments) of one request: a good /translate request (JSON, form or
-    multipart) with up to four mutations (a field set to any value, a field dropped, another
-    route or method, another content type, another body, a query string), so that cases reach
-    every check and, unmutated, the engine."""
+def _translation(draw: st.DrawFn) -> dict[str, Any]:
+    """The fields of a good /translate request."""
     data: dict[str, Any] = {
         "q": draw(st.one_of(sentences, sentences, st.lists(sentences, min_size=1, max_size=4))),
         "source": draw(st.sampled_from(["de", "auto"])),
@@ -193,7 +199,32 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
         good = st.sampled_from([count, count, count, str(count), f" {count} ", f"0{count}", 0, ""])
         bad = st.sampled_from([-1, "-2", LIMIT + 1, 2**70, "9" * 30, "x", "2.5", "٣", "1_0", True, 2.0, [1]])
         data["alternatives"] = draw(good) if draw(st.integers(0, 3)) else draw(bad)
-    method, path = "POST", "/translate"
+    return data
+
+
+def _suggestion(draw: st.DrawFn) -> dict[str, Any]:
+    """The fields of a /suggest request, mostly good: a line for a line, often a translation."""
+    q = draw(sentences)
+    lines = q.count("\n") + 1
+    s = "\n".join(draw(st.lists(sentences, min_size=lines, max_size=lines)))
+    data: dict[str, Any] = {"q": q, "s": s if draw(st.integers(0, 5)) else draw(texts), "target": "en"}
+    data["source"] = draw(st.sampled_from(["de", "de", "de", "auto", "fr"]))
+    if draw(st.booleans()):
+        data["translatedText"] = draw(texts)
+    if draw(st.booleans()):
+        data["api_key"] = draw(texts)
+    return data
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
+    """(method, path, httpx arguments) of one request: a good /translate or /suggest request
+    (JSON, form or multipart) with up to four mutations (a field set to any value, a field
+    dropped, another route or method, another content type, another body, a query string), so
+    that cases reach every check and, unmutated, the engine or the database."""
+    path = draw(st.sampled_from(["/translate", "/translate", "/suggest"]))
+    data = _translation(draw) if path == "/translate" else _suggestion(draw)
+    method = "POST"
     kind = draw(st.sampled_from(["json", "json", "form", "multipart"]))
     content_type: str | None = CONTENT_TYPES[kind]
     body: bytes | None = None
@@ -206,7 +237,9 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
         elif mutation == "route":
             method = draw(st.sampled_from(["POST", "GET", "HEAD", "PUT", "OPTIONS", "DELETE"]))
             path = draw(
-                st.sampled_from(["/", "/detect", "/health", "/languages", "/frontend/settings", "/translate"])
+                st.sampled_from(
+                    ["/", "/detect", "/health", "/languages", "/frontend/settings", "/translate", "/suggest"]
+                )
                 | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20).map(
                     lambda p: "/" + p.replace("?", "")
                 )
@@ -244,6 +277,8 @@ def check_answer(response: httpx.Response, method: str) -> None:
     if response.status_code >= 400 and method != "HEAD":
         body = response.json()
         assert list(body) == ["error"] and isinstance(body["error"], str) and body["error"]
+    if response.status_code == 200 and method == "POST" and response.request.url.path == "/suggest":
+        assert response.json() == {"success": True}
     if response.status_code == 200 and method == "POST" and response.request.url.path == "/translate":
         body = response.json()
         translated = body["translatedText"]
@@ -258,8 +293,9 @@ def check_answer(response: httpx.Response, method: str) -> None:
                 assert all(isinstance(other, str) and other for other in others)
 
 
-def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json() -> None:
-    running = server()
+def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json(tmp_path: Path) -> None:
+    database = tmp_path / "suggestions.db"
+    running = server(database)
 
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
     @given(request=requests())
@@ -274,3 +310,7 @@ def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json() -> None:
     # A fuzz that never got past the parser, or never refused, would prove little.
     assert running.statuses[200] >= 10 and running.statuses[400] >= 10, running.statuses
     assert running.alternatives >= 5, "the fuzz hardly ever got alternatives back"
+    assert running.suggested >= 5, "the fuzz hardly ever got a suggestion stored"
+    # Every suggestion answered {"success": true} is in the database, and no other.
+    stored = sqlite3.connect(database).execute("SELECT count(*) FROM suggestions").fetchone()[0]
+    assert stored == running.suggested

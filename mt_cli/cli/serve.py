@@ -35,7 +35,7 @@ ApiKeysOption = option(
     Path | None,
     "--api-keys",
     help="File of API keys, one a line (a line starting with # is a comment): then /translate and "
-    "/detect need one (403).",
+    "/detect (and /suggest) need one (403).",
 )
 MaxCharsOption = option(int, min=1, help="Characters one request may send, all its texts together (400).")
 BatchWaitOption = option(
@@ -68,6 +68,12 @@ AlternativesLimitOption = option(
     help="Alternatives a /translate request may ask for (400 past it; 0: none). N alternatives "
     "decode an n-best list of N+1 in a beam of at least N+1.",
 )
+SuggestionsOption = option(
+    Path | None,
+    "--suggestions",
+    help="SQLite database where POST /suggest stores users' corrections (created if missing), for "
+    "training with a data.corpora entry of source: suggestions. Without it /suggest answers 403.",
+)
 LimitConcurrencyOption = option(
     int | None, min=1, help="Requests handled at once; more get 503 (default: no limit but the queue)."
 )
@@ -97,22 +103,27 @@ def serve(
     timeout_keep_alive: TimeoutKeepAliveOption = 5.0,
     timeout_graceful_shutdown: TimeoutGracefulShutdownOption = 8.0,
     limit_concurrency: LimitConcurrencyOption = None,
+    suggestions: SuggestionsOption = None,
 ) -> None:
     """Serve the LibreTranslate HTTP API over a trained run, and a page to try it at /.
 
-    Endpoints: POST /translate and /detect; GET /languages, /frontend/settings and /health.
+    Endpoints: POST /translate, /detect and /suggest; GET /languages, /frontend/settings and /health.
 
     Concurrent requests are decoded together; --ensemble serves several runs combined, as
     `mt translate` decodes them. SIGTERM answers the accepted requests within
     --timeout-graceful-shutdown, then exits 0.
 
-    Exit codes: 2 a bad option (a --beam or --alternatives-limit too wide for the model included)
-    or --api-keys file; 3 the port is in use or the server failed; 130 Ctrl-C.
+    Exit codes: 2 a bad option (a --beam or --alternatives-limit too wide for the model included),
+    --api-keys file or --suggestions database; 3 the port is in use or the server failed; 130 Ctrl-C.
     """
     from mt_cli.config.options import TranslateOptions
 
     options = TranslateOptions(beam=beam, length_penalty=length_penalty, scores=False)
     keys = _read_keys(api_keys) if api_keys is not None else frozenset()
+    if suggestions is not None:  # checked (and made) now, not after the model has loaded
+        from mt_cli.data.suggestions import open_for_writing
+
+        open_for_writing(suggestions).close()
     listener = _listen(host, port)  # before the model loads, so a port in use fails at once
     try:
         from mt_cli.cli.engines import open_model
@@ -142,11 +153,13 @@ def serve(
             timeout_keep_alive=timeout_keep_alive,
             timeout_graceful_shutdown=timeout_graceful_shutdown,
             limit_concurrency=limit_concurrency,
+            suggestions=suggestions,
         )
         url = _url(listener)
         directions = describe_directions(model.directions)
         decoding = f"beam {resolved.beam_size}, length penalty {resolved.alpha:g}"
-        ready = f"mt serve: {directions} at {url} ({engine.value} engine, {decoding}, {model.origin})"
+        stored = f"; suggestions stored in {suggestions}" if suggestions is not None else ""
+        ready = f"mt serve: {directions} at {url} ({engine.value} engine, {decoding}, {model.origin}){stored}"
         if not run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener, settings):
             raise RunFailure("the server did not start; see the messages above")
     finally:

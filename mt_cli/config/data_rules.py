@@ -1,5 +1,6 @@
 """The rules of the data section and its corpora that types alone cannot express (see ``rules``):
-sources and their keys, languages, weights, tags, and the keys of translated corpora.
+sources and their keys, languages, weights, tags, and the keys of translated corpora and of
+suggestions databases.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def check_data(d: DataConfig) -> None:
         _check_corpus(entry, f"data.corpora[{index}]." if d.corpora else "data.", target_tags)
     for index, entry in enumerate(d.corpora):  # as written: entries() fills in dir
         _check_translated(entry, f"data.corpora[{index}].", first=index == 0)
+        _check_suggestions(entry, f"data.corpora[{index}].", first=index == 0)
     if d.corpora:
         _check_single_source_unset(d)
         first = entries[0]
@@ -75,7 +77,7 @@ def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
     require(
         c.source is not None,
         f"{p.rstrip('.')} has no source: set {p}source to one of multi30k, files, table, hub"
-        + (", backtranslation" if p != "data." else ""),
+        + (", backtranslation, suggestions" if p != "data." else ""),
     )
     for side in ("src_lang", "tgt_lang"):
         _check_language(f"{p}{side}", getattr(c, side), c.source)
@@ -146,6 +148,28 @@ def _check_translated(c: CorpusConfig, p: str, first: bool) -> None:
             f"{p}decode.{extra} has no meaning for a translated corpus; it may set "
             f"{', '.join(CORPUS_DECODE_KEYS)}",
         )
+
+
+def _check_suggestions(c: CorpusConfig, p: str, first: bool) -> None:
+    """``database``, the one key of ``source: suggestions``, on that source only; no key of
+    another source on it; never first, since it has no validation split."""
+    if c.source != "suggestions":
+        require(
+            c.database is None,
+            f"{p}database is a key of source=suggestions; remove it or set {p}source: suggestions",
+        )
+        return
+    require(
+        not first,
+        f"{p}source=suggestions cannot come first: the first corpus gives the run's validation; "
+        "put a corpus of real pairs first",
+    )
+    extra = next((key for key in _given(c) if key in ("dir", *_SOURCE_KEYS)), None)
+    require(extra is None, f"{p}{extra} has no meaning for source=suggestions; remove it")
+    require(
+        c.database is not None and bool(c.database.strip()),
+        f"{p}source=suggestions needs {p}database: the SQLite file `mt serve --suggestions` writes",
+    )
 
 
 def _given(section: object) -> list[str]:

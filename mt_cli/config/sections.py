@@ -11,8 +11,9 @@ from typing import Literal
 from mt_cli.config.options import TranslateOptions
 
 Source = Literal["multi30k", "files", "table", "hub"]
-# A corpus entry may also be made by translating text with another run (train/backtranslation.py).
-CorpusSource = Literal["multi30k", "files", "table", "hub", "backtranslation"]
+# A corpus entry may also be made by translating text with another run (train/backtranslation.py),
+# or be the corrections users sent to `mt serve --suggestions` (data/suggestions.py).
+CorpusSource = Literal["multi30k", "files", "table", "hub", "backtranslation", "suggestions"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class CorpusConfig:
     side: Literal["target", "source"] = "target"  # source: forward translation (self-training)
     decode: TranslateOptions | None = None
     cache_dir: str | None = None
+    # source=suggestions: the SQLite file `mt serve --suggestions` writes; its rows in this
+    # corpus's direction, oldest first (train_limit: the first N).
+    database: str | None = None
 
 
 @dataclass(frozen=True)

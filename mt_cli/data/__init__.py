@@ -2,6 +2,7 @@
 
 - ``corpus``, ``formats``: where text pairs come from (Multi30k, plain files, TSV/JSONL/Parquet, the hub)
 - ``synthetic``: the kept pairs of a back-translation corpus, read back like any other
+- ``suggestions``: the database of corrections ``mt serve --suggestions`` writes, read back as pairs
 - ``filters``: which pairs are kept, and the count of what each rule dropped
 - ``prepare``, ``prepared``: from a config to the prepared corpus on disk, and reading it
 - ``mixing``: several prepared corpora seen as one, each drawn by its weight

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from mt_cli.config.data_rules import SPLITS
 from mt_cli.config.sections import CorpusConfig, DataConfig
-from mt_cli.data import synthetic
+from mt_cli.data import suggestions, synthetic
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
 from mt_cli.disk.reading import open_bytes
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -131,6 +131,11 @@ def _streams(cfg: CorpusConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pa
         return f"the synthetic pairs {made.directory}", {
             "train": functools.partial(_stream_pair, *made.files())
         }
+    if cfg.source == "suggestions":  # what users of `mt serve --suggestions` corrected
+        database = suggestions.database(cfg)
+        return f"the suggestions database {database}", {
+            "train": functools.partial(suggestions.suggestion_pairs, database, cfg.src_lang, cfg.tgt_lang)
+        }
     if cfg.source == "hub":
         names = cfg.hub_splits or HUB_SPLIT_NAMES
         return f"the hub dataset {cfg.hub}", {
@@ -181,6 +186,12 @@ def train_fingerprint(cfg: DataConfig | CorpusConfig) -> dict:
         }
     if cfg.source == "backtranslation":
         return synthetic.fingerprint(cfg)
+    if cfg.source == "suggestions":  # a database grows in place: its rows, not its file's time
+        database = suggestions.database(cfg)
+        return {
+            **suggestions.fingerprint(database, cfg.src_lang, cfg.tgt_lang),
+            "train_limit": cfg.train_limit,
+        }
     if cfg.source == "hub":
         hub = {"hub": cfg.hub, "config": cfg.hub_config, "splits": cfg.hub_splits, "columns": cfg.columns}
         return {**hub, "train_limit": cfg.train_limit}
@@ -232,8 +243,8 @@ def load_corpus(cfg: DataConfig | CorpusConfig, splits: Sequence[str] | None = N
         unknown = [s for s in splits if s not in SPLITS]
         if unknown:
             raise DataError(f"unknown split {unknown[0]!r}; choose from {', '.join(SPLITS)}")
-    if cfg.source == "backtranslation" and splits is not None and set(splits) - {"train"}:
-        raise DataError("a backtranslation corpus has training pairs only, no val or test split")
+    if cfg.source in ("backtranslation", "suggestions") and splits is not None and set(splits) - {"train"}:
+        raise DataError(f"a {cfg.source} corpus has training pairs only, no val or test split")
     where, streams = _streams(cfg)
     wanted = list(streams) if splits is None else list(splits)
     missing = [s for s in wanted if s not in streams]

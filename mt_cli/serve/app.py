@@ -1,6 +1,7 @@
 """The FastAPI app: LibreTranslate's endpoints over one engine, its requests micro-batched.
 
-Endpoints (LibreTranslate's schemas): ``POST /translate``, ``POST /detect``, ``GET /languages``,
+Endpoints (LibreTranslate's schemas): ``POST /translate``, ``POST /detect``, ``POST /suggest``
+(``suggestions.py``; 403 unless ``--suggestions`` names a database), ``GET /languages``,
 ``GET /frontend/settings`` (LibreTranslate's keys, plus ``alternativesLimit``, which mt's page
 reads to ask for alternatives), plus ``GET /health`` and the page at ``/`` (each GET answers HEAD
 too, as load balancers probe). Every error answer is ``{"error": message}`` (``handlers.py``):
@@ -21,6 +22,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -30,7 +32,7 @@ from fastapi.responses import HTMLResponse
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
 from mt_cli.errors import InputError
-from mt_cli.serve import alternatives, body, detect, parse
+from mt_cli.serve import alternatives, body, detect, parse, suggestions
 from mt_cli.serve.batcher import Batcher, EngineFailed
 from mt_cli.serve.handlers import Guard, add_error_handlers
 
@@ -63,6 +65,7 @@ class Settings:
     timeout_keep_alive: float = 5.0  # seconds an idle connection is kept open (uvicorn's default)
     timeout_graceful_shutdown: float = 8.0  # seconds from SIGTERM to exit (under Docker's 10 s)
     limit_concurrency: int | None = None  # requests handled at once (503 past it); None: no limit
+    suggestions: Path | None = None  # the database /suggest writes (--suggestions); None: a 403
 
     @property
     def max_body(self) -> int:
@@ -99,12 +102,14 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         tuple(engine.directions),
     )
     stopping = asyncio.Event()
+    store = suggestions.Store(settings.suggestions)
     # python-multipart logs a warning for each malformed multipart body: a client's mistake,
     # already answered 400, and any client could fill the log with them.
     logging.getLogger("python_multipart").setLevel(logging.ERROR)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await store.start()  # first: a database that cannot be opened stops the start before the rest
         await batcher.start()
         if on_ready is not None:
             on_ready()
@@ -113,6 +118,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         finally:
             # uvicorn has waited for the open requests; anything still queued is answered first.
             await batcher.close()
+            await store.close()
 
     def stop() -> None:
         """Begin a stop: no more bodies read, the queue answered within the grace period."""
@@ -142,6 +148,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
             "mt serve: source auto and /detect cannot check %s: no language detector knows it", unknown
         )
     _add_api_routes(app, engine, batcher, pair, settings, read_fields, detector)
+    suggestions.add_route(app, store, pair, settings.api_keys, read_fields)
     _add_info_routes(app, batcher, pair, settings)
     return app
 
@@ -208,7 +215,7 @@ def _add_info_routes(
             "frontendTimeout": FRONTEND_TIMEOUT_MS,
             "apiKeys": keys,
             "keyRequired": keys,
-            "suggestions": False,
+            "suggestions": settings.suggestions is not None,
             "filesTranslation": False,
             "supportedFilesFormat": [],
             "alternativesLimit": settings.alternatives_limit,  # mt's own key: LibreTranslate has none
