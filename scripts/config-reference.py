@@ -105,7 +105,7 @@ def entry_rows(notes: dict[str, str]) -> None:
         hint = hints[field.name]
         print(f"| `{name}` | {type_name(hint)} | `{defaults[field.name]}` | — | {meaning(note, hint)} |")
         if field.name == "decode":
-            nested_rows(notes, name, TranslateOptions, ("beam", "length_penalty", "sampling"))
+            nested_rows(notes, name, TranslateOptions, ("beam", "length_penalty", "n_best", "sampling"))
             nested_rows(notes, f"{name}.sampling", Sampling, ("top_k", "top_p", "temperature", "seed"))
 
 

@@ -107,10 +107,11 @@ def test_the_provenance_is_in_the_cache_and_the_manifest(
     # The options as used: the run's length penalty filled in (it normalises a sample's score).
     alpha = load_config(CONFIGS / "tiny.yaml").decode.length_penalty
     sampling = Sampling(top_k=10, seed=3)
-    used = TranslateOptions(beam=1, length_penalty=alpha, sampling=sampling, scores=False, tgt_lang="de")
+    used = TranslateOptions(beam=1, length_penalty=alpha, sampling=sampling, tgt_lang="de")
     assert provenance["decoding"] == dataclasses.asdict(used)
     assert provenance["text"] == [{"file": str(CAPTIONS), "sha256": file_sha256(CAPTIONS)}]
-    assert provenance["lines"] == 300 and provenance["train_limit"] == 300
+    assert provenance["lines"] == provenance["pairs"] == 300 and provenance["train_limit"] == 300
+    assert provenance["engine"] == "mt" and provenance["ensemble"] == []
     assert provenance["mt_version"] == mt_cli.__version__ and provenance["time"].endswith("+00:00")
     [synthetic_manifest] = [m for m in manifests(run) if "origin" in m["recipe"]]
     assert synthetic_manifest["recipe"]["origin"] == provenance
@@ -161,10 +162,10 @@ def test_forward_translation_pairs_the_text_with_the_forward_models_translation(
     assert made(cfg).provenance()["decoding"]["beam"] == 1
 
 
-def test_an_interrupted_translation_leaves_nothing_to_reuse(
-    reverse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_an_interrupted_translation_leaves_only_its_whole_chunks_and_goes_on_from_them(
+    reverse: Path, back_translated: tuple[Config, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cfg = with_corpus({**sampled(reverse, tmp_path / "cache"), "decode": {"sampling": {"seed": 4}}})
+    cfg = with_corpus(sampled(reverse, tmp_path / "cache"))  # the fixture's entry, another cache
     calls = []
     translate = Translator.translate
 
@@ -179,12 +180,16 @@ def test_an_interrupted_translation_leaves_nothing_to_reuse(
     with pytest.raises(KeyboardInterrupt):
         prepare(cfg, tmp_path / "run", quiet)
     assert calls == [100, 100]  # streamed in chunks, not all at once
-    assert os.listdir(tmp_path / "cache") == [] and not (tmp_path / "run").exists()
+    assert os.listdir(tmp_path / "cache") == [f"{made(cfg).key}.partial"] and not (tmp_path / "run").exists()
     with pytest.raises(DataError, match="are not made yet"):
         list(train_pairs(cfg.data.entries()[1]))
-    monkeypatch.setattr(Translator, "translate", translate)
     prepare(cfg, tmp_path / "run", quiet)
-    assert made(cfg).provenance()["lines"] == 300
+    assert calls == [100, 100, 100, 100]  # the first chunk was kept: two more to translate
+    assert made(cfg).provenance()["lines"] == 300 and os.listdir(tmp_path / "cache") == [made(cfg).key]
+    whole = made(back_translated[0]).directory  # a line's sample depends on the seed and the line only
+    assert read_lines(made(cfg).directory / synthetic.TRANSLATION) == read_lines(
+        whole / synthetic.TRANSLATION
+    )
 
 
 def test_text_that_is_not_utf8_is_one_error_and_leaves_no_cache(reverse: Path, tmp_path: Path) -> None:
@@ -266,7 +271,7 @@ BT = {"source": "backtranslation", "run": "runs/en-de", "text": ["captions.en"]}
         ({"source": "multi30k", "decode": {"beam": 4}}, r"\[1\].decode is a key of source=backtranslation"),
         ({**BT, "decode": {"beam": 0}}, r"^data.corpora\[1\].decode.beam: beam size 0 must be at least 1"),
         ({**BT, "decode": {"length_penalty": -1}}, r"^data.corpora\[1\].decode.length_penalty: length pe"),
-        ({**BT, "decode": {"n_best": 2}}, r"^data.corpora\[1\].decode.n_best has no meaning for a transl"),
+        ({**BT, "decode": {"align": True}}, r"^data.corpora\[1\].decode.align has no meaning for a transl"),
         ({**BT, "decode": {"tgt_lang": "fr"}}, r"^data.corpora\[1\].decode.tgt_lang has no meaning"),
         (
             {**BT, "decode": {"beam": 5, "sampling": {}}},
@@ -315,11 +320,9 @@ def test_a_backtranslation_corpus_cannot_come_first_or_be_the_only_source() -> N
 
 def test_an_entrys_decode_block_is_its_translate_options() -> None:
     entry = corpus_config({**BT, "decode": {"sampling": {}}}).data.entries()[1]
-    assert synthetic.options_of(entry) == TranslateOptions(sampling=Sampling(), scores=False, tgt_lang="de")
+    assert synthetic.options_of(entry) == TranslateOptions(sampling=Sampling(), tgt_lang="de")
     beam = corpus_config({**BT, "decode": {"beam": 4, "length_penalty": 0.6}}).data.entries()[1]
-    assert synthetic.options_of(beam) == TranslateOptions(
-        beam=4, length_penalty=0.6, scores=False, tgt_lang="de"
-    )
+    assert synthetic.options_of(beam) == TranslateOptions(beam=4, length_penalty=0.6, tgt_lang="de")
     default = corpus_config(BT).data.entries()[1]
-    assert synthetic.options_of(default) == TranslateOptions(scores=False, tgt_lang="de")  # the run's own
+    assert synthetic.options_of(default) == TranslateOptions(tgt_lang="de")  # the run's own, with scores
     assert synthetic.text_languages(entry) == ("en", "de")  # back-translation: the target is the text

@@ -173,6 +173,7 @@ def test_bad_rows_are_dropped_and_counted(tiny_corpus: TinyCorpus, tmp_path: Pat
         "too_long": 0,
         "ratio": 0,
         "duplicate": 0,
+        "score": 0,
     }
 
 

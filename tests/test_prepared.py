@@ -62,7 +62,14 @@ def test_filters_drop_and_count_each_pair_once() -> None:
     counts = Filtered()
     keep = PairFilter(max_len=8, max_ratio=3.0).keep(src, tgt, texts, counts)
     assert keep.tolist() == [True, False, False, False, True]
-    assert counts.as_dict() == {"undecodable": 0, "empty": 1, "too_long": 1, "ratio": 1, "duplicate": 0}
+    assert counts.as_dict() == {
+        "undecodable": 0,
+        "empty": 1,
+        "too_long": 1,
+        "ratio": 1,
+        "duplicate": 0,
+        "score": 0,
+    }
     counts = Filtered()
     assert PairFilter(max_len=8, max_ratio=None).keep(src, tgt, texts, counts).tolist()[2] is True
 
@@ -170,6 +177,7 @@ def test_duplicates_are_dropped_and_counted_when_asked(tiny_corpus: TinyCorpus, 
         "too_long": 0,
         "ratio": 0,
         "duplicate": 3,
+        "score": 0,
     }
     assert len(write_prepared(tmp_path / "all", iter(chunks), *toks, keep, {})) == 7
 

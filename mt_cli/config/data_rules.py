@@ -15,11 +15,12 @@ from mt_cli.specials import SPECIAL_PIECES, TAG_PATTERN, target_tag
 
 SPLITS = ("train", "val", "test", "test2016", "test2017", "mscoco2017", "test2018")
 MULTI30K_LANGUAGES = ("de", "en", "fr", "cs")  # task 1 as mt ships it: line i is one sentence in all four
-# The keys of a data.corpora entry that only source=backtranslation reads, and those it never reads.
-TRANSLATION_KEYS = ("run", "text", "side", "decode", "cache_dir")
+# The keys of a data.corpora entry that only the translated sources (backtranslation,
+# distillation) read, and those they never read.
+TRANSLATION_KEYS = ("run", "ensemble", "engine", "text", "side", "decode", "min_score", "cache_dir")
 # What a translated corpus's decode block may set: the rest is the entry's to say (its languages)
-# or means nothing for a corpus (n-best lists, alignments, scores).
-CORPUS_DECODE_KEYS = ("beam", "length_penalty", "sampling")
+# or means nothing for a corpus (alignments; scores are always kept).
+CORPUS_DECODE_KEYS = ("beam", "length_penalty", "n_best", "sampling")
 _SOURCE_KEYS = ("files", "tables", "columns", "hub", "hub_config", "hub_splits")
 _LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)*")
 
@@ -40,8 +41,14 @@ def check_data(d: DataConfig) -> None:
     for index, entry in enumerate(entries):
         _check_corpus(entry, f"data.corpora[{index}]." if d.corpora else "data.", target_tags)
     for index, entry in enumerate(d.corpora):  # as written: entries() fills in dir
-        _check_translated(entry, f"data.corpora[{index}].", first=index == 0)
-        _check_suggestions(entry, f"data.corpora[{index}].", first=index == 0)
+        prefix = f"data.corpora[{index}]."
+        require(
+            entry.max_length_ratio is None or entry.max_length_ratio >= 1,
+            f"{prefix}max_length_ratio={entry.max_length_ratio} must be at least 1 (or null: "
+            "data.max_length_ratio)",
+        )
+        _check_translated(entry, prefix, first=index == 0)
+        _check_suggestions(entry, prefix, first=index == 0)
     if d.corpora:
         _check_single_source_unset(d)
         first = entries[0]
@@ -77,7 +84,7 @@ def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
     require(
         c.source is not None,
         f"{p.rstrip('.')} has no source: set {p}source to one of multi30k, files, table, hub"
-        + (", backtranslation, suggestions" if p != "data." else ""),
+        + (", backtranslation, distillation, suggestions" if p != "data." else ""),
     )
     for side in ("src_lang", "tgt_lang"):
         _check_language(f"{p}{side}", getattr(c, side), c.source)
@@ -114,39 +121,65 @@ def _check_corpus(c: CorpusConfig, p: str, target_tags: set[str]) -> None:
 
 
 def _check_translated(c: CorpusConfig, p: str, first: bool) -> None:
-    """The keys of ``source: backtranslation`` (text translated by another run), on that source
-    only, and the keys of other sources never on it."""
+    """The keys of the translated sources (text translated by other runs), on those sources only,
+    and the keys of other sources never on them."""
     given = _given(c)
-    if c.source != "backtranslation":
+    if not c.translated:
         extra = next((key for key in given if key in TRANSLATION_KEYS), None)
         require(
             extra is None,
-            f"{p}{extra} is a key of source=backtranslation; remove it or set {p}source: backtranslation",
+            f"{p}{extra} is a key of source=backtranslation and source=distillation; remove it or set "
+            f"{p}source to one of them",
         )
         return
+    source = f"source={c.source}"
     require(
         not first,
-        f"{p}source=backtranslation cannot come first: the first corpus gives the run's validation; "
+        f"{p}{source} cannot come first: the first corpus gives the run's validation; "
         "put a corpus of real pairs first",
     )
     extra = next((key for key in given if key in ("dir", *_SOURCE_KEYS)), None)
-    require(extra is None, f"{p}{extra} has no meaning for source=backtranslation; remove it")
+    require(extra is None, f"{p}{extra} has no meaning for {source}; remove it")
+    require(
+        c.source != "distillation" or "side" not in given,
+        f"{p}side has no meaning for source=distillation: its text is always the source side, the "
+        "teacher's translation the target; remove it",
+    )
     require(
         c.run is not None and bool(c.run.strip()),
-        f"{p}source=backtranslation needs {p}run: the run whose model translates the text (RUN or "
-        "RUN:CHECKPOINT)",
+        f"{p}{source} needs {p}run: the run whose model translates the text (RUN or RUN:CHECKPOINT)",
+    )
+    require(
+        all(member.strip() for member in c.ensemble),
+        f"{p}ensemble has an empty entry; give RUN or RUN:CHECKPOINT",
+    )
+    require(
+        c.engine == "mt" or not c.ensemble,
+        f"{p}ensemble needs engine: mt (CTranslate2 has no ensembles); remove {p}ensemble or {p}engine",
     )
     require(
         bool(c.text) and all(path.strip() for path in c.text),
-        f"{p}source=backtranslation needs {p}text: [file, ...], one sentence per line",
+        f"{p}{source} needs {p}text: [file, ...], one sentence per line",
     )
     require(c.cache_dir is None or bool(c.cache_dir.strip()), f"{p}cache_dir is empty; give a directory")
+    require(
+        c.min_score is None or (math.isfinite(c.min_score) and c.min_score <= 0),
+        f"{p}min_score={c.min_score} must be a log-probability per piece: 0 or below (e.g. -1.5), or "
+        "null to keep every pair",
+    )
     if c.decode is not None:  # its values checked themselves as they were read (config.options)
         extra = next((key for key in _given(c.decode) if key not in CORPUS_DECODE_KEYS), None)
         require(
             extra is None,
             f"{p}decode.{extra} has no meaning for a translated corpus; it may set "
             f"{', '.join(CORPUS_DECODE_KEYS)}",
+        )
+        # Sequence-level distillation learns the teacher's most probable translation (Kim and Rush
+        # 2016); a sample teaches the student the teacher's noise on the side it learns to write.
+        require(
+            c.source != "distillation" or c.decode.sampling is None,
+            f"{p}decode.sampling: distillation learns the teacher's beam search, not its samples; "
+            "remove it (sampled forward translation: source: backtranslation with side: source)",
         )
 
 

@@ -11,9 +11,12 @@ from typing import Literal
 from mt_cli.config.options import TranslateOptions
 
 Source = Literal["multi30k", "files", "table", "hub"]
-# A corpus entry may also be made by translating text with another run (train/backtranslation.py),
-# or be the corrections users sent to `mt serve --suggestions` (data/suggestions.py).
-CorpusSource = Literal["multi30k", "files", "table", "hub", "backtranslation", "suggestions"]
+# A corpus entry may also be made by translating text with other runs (train/backtranslation.py):
+# back-translation (the text is either side) or distillation (the text is the source side, the
+# teacher searches with its beam); or be the corrections users sent to `mt serve --suggestions`
+# (data/suggestions.py).
+CorpusSource = Literal["multi30k", "files", "table", "hub", "backtranslation", "distillation", "suggestions"]
+TRANSLATED_SOURCES = ("backtranslation", "distillation")
 
 
 @dataclass(frozen=True)
@@ -33,20 +36,36 @@ class CorpusConfig:
     src_lang: str | None = None
     tgt_lang: str | None = None
     train_limit: int | None = None
+    max_length_ratio: float | None = None  # as data.max_length_ratio (None: its value)
     weight: float = 1.0  # each pair drawn this many times per epoch (a fraction: that share of them)
     tag: str | None = None  # e.g. "<bt>": a SentencePiece user-defined symbol before every source
-    # source=backtranslation: ``text`` (one sentence per line, on this corpus's ``side``) translated
-    # by the model of ``run`` (RUN or RUN:CHECKPOINT) into the other side; train_limit: its first N
-    # lines. ``decode``: how (beam, length_penalty, sampling; None: the run's own beam search). The
-    # pairs are kept in cache_dir (None: that run's synthetic/).
+    # source=backtranslation or distillation: ``text`` (one sentence per line, on this corpus's
+    # ``text_side``) translated by the model of ``run`` (RUN or RUN:CHECKPOINT), combined per step
+    # with the ``ensemble`` runs, in ``engine``, into the other side; train_limit: its first N
+    # lines. ``decode``: how (beam, length_penalty, n_best, sampling; None: the run's own beam
+    # search). ``min_score``: pairs whose translation scored lower (mean log-probability per piece)
+    # are left out. The pairs are kept in cache_dir (None: that run's synthetic/).
     run: str | None = None
+    ensemble: list[str] = field(default_factory=list)
+    engine: Literal["mt", "ctranslate2"] = "mt"
     text: list[str] = field(default_factory=list)
     side: Literal["target", "source"] = "target"  # source: forward translation (self-training)
     decode: TranslateOptions | None = None
+    min_score: float | None = None
     cache_dir: str | None = None
     # source=suggestions: the SQLite file `mt serve --suggestions` writes; its rows in this
     # corpus's direction, oldest first (train_limit: the first N).
     database: str | None = None
+
+    @property
+    def translated(self) -> bool:
+        """Whether the pairs are made by translating ``text`` (before the data is read)."""
+        return self.source in TRANSLATED_SOURCES
+
+    @property
+    def text_side(self) -> Literal["target", "source"]:
+        """Which side of the pairs the text is: a distillation corpus's is always its source."""
+        return "source" if self.source == "distillation" else self.side
 
 
 @dataclass(frozen=True)
@@ -73,13 +92,15 @@ class DataConfig:
     target_tags: bool = False  # <2xx> before every source even with one target language
 
     def entries(self) -> tuple[CorpusConfig, ...]:
-        """The corpora of the run, with the data section's languages, dir and train_limit filled in
-        where an entry leaves them out; the first is the run's own direction (it chooses best.pt)."""
+        """The corpora of the run, with the data section's languages, dir, train_limit and
+        max_length_ratio filled in where an entry leaves them out; the first is the run's own
+        direction (it chooses best.pt)."""
         if not self.corpora:
             keys = ("source", "dir", "files", "tables", "columns", "hub", "hub_config", "hub_splits")
             one = CorpusConfig(**{key: getattr(self, key) for key in keys})
             langs = {"src_lang": self.src_lang, "tgt_lang": self.tgt_lang}
-            return (dataclasses.replace(one, **langs, train_limit=self.train_limit),)
+            limits = {"train_limit": self.train_limit, "max_length_ratio": self.max_length_ratio}
+            return (dataclasses.replace(one, **langs, **limits),)
         return tuple(
             dataclasses.replace(
                 entry,
@@ -87,6 +108,9 @@ class DataConfig:
                 tgt_lang=entry.tgt_lang or self.tgt_lang,
                 dir=entry.dir if entry.dir is not None else self.dir,
                 train_limit=entry.train_limit if entry.train_limit is not None else self.train_limit,
+                max_length_ratio=(
+                    entry.max_length_ratio if entry.max_length_ratio is not None else self.max_length_ratio
+                ),
             )
             for entry in self.corpora
         )

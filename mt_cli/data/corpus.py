@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from mt_cli.config.data_rules import SPLITS
 from mt_cli.config.sections import CorpusConfig, DataConfig
 from mt_cli.data import suggestions, synthetic
+from mt_cli.data.filters import Filtered
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
 from mt_cli.disk.reading import open_bytes
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -119,17 +120,22 @@ def _stream_pair(src_path: Path, tgt_path: Path) -> Iterator[Pair]:
             yield decoded(pair[0].rstrip(b"\r\n")), decoded(pair[1].rstrip(b"\r\n"))
 
 
-def _streams(cfg: CorpusConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pair]]]]:
-    """(where the corpus is, split -> a function that streams its pairs) for every split it has."""
+def _streams(
+    cfg: CorpusConfig, dropped: Filtered | None = None
+) -> tuple[str, dict[str, Callable[[], Iterator[Pair]]]]:
+    """(where the corpus is, split -> a function that streams its pairs) for every split it has;
+    a translated corpus's pairs under its ``min_score`` are counted in ``dropped`` (if given)."""
     if cfg.source == "table":
         return "data.tables", {
             split: functools.partial(table_pairs, paths, cfg.columns) for split, paths in cfg.tables.items()
         }
-    if cfg.source == "backtranslation":  # made by train.backtranslation before the data is read
+    if cfg.translated:  # made by train.backtranslation before the data is read
         made = synthetic.resolve(cfg)
         made.provenance()  # a DataError if they are not made yet
         return f"the synthetic pairs {made.directory}", {
-            "train": functools.partial(_stream_pair, *made.files())
+            "train": functools.partial(
+                _scored_pairs, made, cfg.min_score, Filtered() if dropped is None else dropped
+            )
         }
     if cfg.source == "suggestions":  # what users of `mt serve --suggestions` corrected
         database = suggestions.database(cfg)
@@ -149,23 +155,44 @@ def _streams(cfg: CorpusConfig) -> tuple[str, dict[str, Callable[[], Iterator[Pa
     return where, {split: functools.partial(_stream_pair, *paths) for split, paths in files.items()}
 
 
+def _scored_pairs(made: synthetic.Synthetic, min_score: float | None, dropped: Filtered) -> Iterator[Pair]:
+    """A translated corpus's pairs whose teacher's score is at least ``min_score`` (None: every
+    pair); the others are counted in ``dropped.score``."""
+    pairs = _stream_pair(*made.files())
+    if min_score is None:
+        yield from pairs
+        return
+    try:
+        for pair, score in zip(pairs, made.scores(), strict=True):
+            if score >= min_score:
+                yield pair
+            else:
+                dropped.score += 1
+    except ValueError as err:  # zip's: the files' lengths differ
+        raise DataError(
+            f"the synthetic pairs {made.directory} are damaged ({err}); delete the folder and run again"
+        ) from None
+
+
 def _evaluation_corpus(cfg: DataConfig | CorpusConfig) -> CorpusConfig:
     """A corpus as given, or a data section's first: the one validation and test come from."""
     return cfg.entries()[0] if isinstance(cfg, DataConfig) else cfg
 
 
-def train_pairs(cfg: DataConfig | CorpusConfig) -> Iterator[Pair]:
-    """The training pairs as a stream (at most ``train_limit`` per corpus), read from disk as they
-    are needed; of a data section, every corpus's, one corpus after another (untagged).
+def train_pairs(cfg: DataConfig | CorpusConfig, dropped: Filtered | None = None) -> Iterator[Pair]:
+    """The training pairs as a stream (at most ``train_limit`` per corpus; of a translated corpus,
+    the pairs of its first ``train_limit`` lines of text), read from disk as they are needed; of a
+    data section, every corpus's, one corpus after another (untagged). ``dropped`` counts the
+    pairs a translated corpus's ``min_score`` leaves out.
 
     A side that is not UTF-8 comes as None: the filters drop the pair and count it.
     """
     if isinstance(cfg, DataConfig):
-        return itertools.chain.from_iterable(map(train_pairs, cfg.entries()))
-    where, streams = _streams(cfg)
+        return itertools.chain.from_iterable(train_pairs(entry, dropped) for entry in cfg.entries())
+    where, streams = _streams(cfg, dropped)
     if "train" not in streams:
         raise DataError(f"split train is not in the corpus from {where}")
-    return itertools.islice(streams["train"](), cfg.train_limit)
+    return itertools.islice(streams["train"](), None if cfg.translated else cfg.train_limit)
 
 
 def train_fingerprint(cfg: DataConfig | CorpusConfig) -> dict:
@@ -184,7 +211,7 @@ def train_fingerprint(cfg: DataConfig | CorpusConfig) -> dict:
                 {"src_lang": c.src_lang, "tgt_lang": c.tgt_lang, **train_fingerprint(c)} for c in entries
             ]
         }
-    if cfg.source == "backtranslation":
+    if cfg.translated:
         return synthetic.fingerprint(cfg)
     if cfg.source == "suggestions":  # a database grows in place: its rows, not its file's time
         database = suggestions.database(cfg)
@@ -243,7 +270,7 @@ def load_corpus(cfg: DataConfig | CorpusConfig, splits: Sequence[str] | None = N
         unknown = [s for s in splits if s not in SPLITS]
         if unknown:
             raise DataError(f"unknown split {unknown[0]!r}; choose from {', '.join(SPLITS)}")
-    if cfg.source in ("backtranslation", "suggestions") and splits is not None and set(splits) - {"train"}:
+    if (cfg.translated or cfg.source == "suggestions") and splits is not None and set(splits) - {"train"}:
         raise DataError(f"a {cfg.source} corpus has training pairs only, no val or test split")
     where, streams = _streams(cfg)
     wanted = list(streams) if splits is None else list(splits)

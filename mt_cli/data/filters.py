@@ -19,17 +19,18 @@ class Filtered:
     too_long: int = 0  # a side has more than data.max_len pieces
     ratio: int = 0  # one side is more than data.max_length_ratio times longer (pieces)
     duplicate: int = 0  # the same pair (both sides) was kept earlier (data.dedupe)
+    score: int = 0  # its teacher scored it under the entry's min_score (before the rules above)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 
     def describe(self) -> str:
         """e.g. "not UTF-8 0, empty 0, longer than data.max_len 12, over data.max_length_ratio 0,
-        duplicate 0"."""
+        duplicate 0" (and ", under min_score N" when a teacher's score left pairs out)."""
         return (
             f"not UTF-8 {self.undecodable:,}, empty {self.empty:,}, "
             f"longer than data.max_len {self.too_long:,}, over data.max_length_ratio {self.ratio:,}, "
-            f"duplicate {self.duplicate:,}"
+            f"duplicate {self.duplicate:,}" + (f", under min_score {self.score:,}" if self.score else "")
         )
 
 

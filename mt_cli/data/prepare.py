@@ -136,7 +136,7 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
     recipe = {
         "train": train_fingerprint(entry),
         "max_len": cfg.data.max_len,
-        "max_length_ratio": cfg.data.max_length_ratio,
+        "max_length_ratio": entry.max_length_ratio,
         "dedupe": cfg.data.dedupe,
         "tokenizers": {
             side: file_sha256(tokenizer_path(run_root, name))
@@ -147,7 +147,7 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
         recipe["direction"] = [entry.src_lang, entry.tgt_lang]
     if prefix := corpus_prefix(cfg.data, entry):
         recipe["prefix"] = prefix
-    if entry.source == "backtranslation":  # where its pairs came from: run, checkpoint, decoding
+    if entry.translated:  # where its pairs came from: teacher runs, checkpoints, decoding
         recipe["origin"] = synthetic.resolve(entry).provenance()
     return recipe
 
@@ -178,13 +178,15 @@ def prepare_corpus(
         return corpus
     what = "the training pairs" if name == "train" else name
     log(f"prepared corpus: encoding {what} into {directory}")
-    pairs = batched(_refuse_tags(train_pairs(entry), source_tags(cfg.data)), ENCODE_CHUNK)
+    dropped = Filtered()  # a translated corpus's min_score counts here first
+    pairs = batched(_refuse_tags(train_pairs(entry, dropped), source_tags(cfg.data)), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     prefix = corpus_prefix(cfg.data, entry)
+    keep = pair_filter(cfg, entry)
     with tqdm(desc="encode", unit=" pairs", leave=False, disable=None) as bar:
         try:
             corpus = write_prepared(
-                directory, chunks, src_tok, tgt_tok, pair_filter(cfg), recipe, bar.update, prefix
+                directory, chunks, src_tok, tgt_tok, keep, recipe, bar.update, prefix, dropped
             )
         except DataError as err:  # unreadable, holding a tag, all filtered out: say which corpus
             raise _named(err, name) from None
@@ -264,8 +266,9 @@ def _refuse_tags(pairs: Iterator[Pair], tags: list[str]) -> Iterator[Pair]:
         yield pair
 
 
-def pair_filter(cfg: Config) -> PairFilter:
-    return PairFilter(cfg.data.max_len, cfg.data.max_length_ratio, cfg.data.dedupe)
+def pair_filter(cfg: Config, entry: CorpusConfig) -> PairFilter:
+    """The filters of one corpus: the data section's, with the entry's length ratio."""
+    return PairFilter(cfg.data.max_len, entry.max_length_ratio, cfg.data.dedupe)
 
 
 def training_data(

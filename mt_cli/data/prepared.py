@@ -132,6 +132,7 @@ def write_prepared(
     recipe: dict[str, Any],
     progress: Callable[[int], None] = lambda pairs: None,
     prefix: str = "",
+    dropped: Filtered | None = None,
 ) -> PreparedCorpus:
     """Encode ``chunks`` of text pairs (SentencePiece encodes each chunk on every core), filter,
     and write the arrays and manifest under a temporary name; rename to ``directory`` when whole.
@@ -139,9 +140,12 @@ def write_prepared(
     ``prefix`` (the corpus's tags, ``text.tags.corpus_prefix``) goes before every source: in its
     pieces and in its saved text, which BPE-dropout segments anew. The filters judge the text as
     read (a blank source stays blank) and the pieces as the model sees them (tags counted).
-    ``progress(n)`` is called with the number of pairs read after each chunk.
+    ``progress(n)`` is called with the number of pairs read after each chunk. ``dropped`` counts
+    what the filters drop; the pairs it holds already were dropped before they came here (under a
+    translated corpus's ``min_score``) and count as read.
     """
-    dropped, read, seen = Filtered(), 0, SeenPairs()
+    dropped = Filtered() if dropped is None else dropped
+    read, seen = 0, SeenPairs()
     # A failed write (disk full, read-only) is a RunFailure naming the corpus; reading the pairs
     # raises DataError, never OSError (reading.open_bytes), so it is not mistaken for one.
     with writing(directory):
@@ -171,8 +175,8 @@ def write_prepared(
             pairs = len(offsets["src"]) - 1
             if pairs == 0:
                 raise DataError(
-                    f"every one of the {read:,} training pairs was filtered out ({dropped.describe()}); "
-                    "check the corpus, data.max_len and data.max_length_ratio"
+                    f"every one of the {read + dropped.score:,} training pairs was filtered out "
+                    f"({dropped.describe()}); check the corpus, data.max_len, max_length_ratio and min_score"
                 )
             for name, side in sides.items():
                 offsets[name].tofile(staging / f"{name}.offsets")
@@ -180,7 +184,7 @@ def write_prepared(
             manifest = {
                 "format": FORMAT,
                 "pairs": pairs,
-                "read": read,
+                "read": read + dropped.score,
                 "dropped": dropped.as_dict(),
                 "dtype": {name: side.dtype.name for name, side in sides.items()},
                 "tokens": {name: int(side_offsets[-1]) for name, side_offsets in offsets.items()},

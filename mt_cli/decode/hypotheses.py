@@ -60,6 +60,14 @@ def normalised(total: float, tokens: int, alpha: float) -> float:
     return total / length_penalty(tokens + 1, alpha)
 
 
+def per_piece(score: float, tokens: int, alpha: float) -> float:
+    """The mean log-probability per piece, EOS included, of an output of ``tokens`` pieces that
+    ``normalised`` scored ``score`` with length penalty ``alpha``: a score that means the same
+    whatever the length penalty (what a distilled corpus's ``min_score`` compares with)."""
+    length = tokens + 1
+    return score * length_penalty(length, alpha) / length
+
+
 # The output-length rule: at most ``max_len_a * source length + max_len_b`` generated tokens
 # (EOS included; the source length counts its EOS), at least 1, within the positions after BOS.
 # Two forms of the one rule: per line (CTranslate2 and the exports, in float64) and per batch

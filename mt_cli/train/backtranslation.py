@@ -1,19 +1,27 @@
-"""Making the synthetic pairs of ``source: backtranslation`` corpora, before the data is read.
+"""Making the pairs of translated corpora (``source: backtranslation`` and ``source:
+distillation``), before the data is read.
 
 Back-translation (Sennrich et al. 2016) gives a corpus target-side text and, as its sources, the
-text's translation by a model of the reverse direction (``run``); forward translation (self-
-training, ``side: source``) gives it source-side text and, as its targets, a forward model's
-translation. Beam search or sampling (Edunov et al. 2018: sampled sources teach more than beam
-ones) with the entry's ``decode`` options (a ``TranslateOptions``). The data layer cannot decode,
-so this module, run by ``mt prepare`` and ``mt train`` (rank 0) before tokenizers and prepared
-corpora, translates the text into the folder ``data.synthetic`` names and the data layer reads it
-like two text files.
+text's translation by a model of the reverse direction; forward translation (``side: source``,
+self-training, or ``source: distillation``, sequence-level knowledge distillation, Kim and Rush
+2016) gives it source-side text and, as its targets, a forward model's translation. The teacher
+is ``run``, alone or combined per step with its ``ensemble`` runs (what `mt translate --ensemble`
+decodes), in mt's engine or in CTranslate2's (``engine: ctranslate2``: the run's export of the
+checkpoint, as `--engine ctranslate2` makes and keeps it). Beam search, its n-best list (several
+pairs per line: data diversification, Nguyen et al. 2020) or, for back-translation, sampling
+(Edunov et al. 2018: sampled sources teach more than beam ones), with the entry's ``decode``
+options. The data layer cannot decode, so this module, run by ``mt prepare`` and ``mt train``
+(rank 0) before tokenizers and prepared corpora, translates the text into the folder
+``data.synthetic`` names and the data layer reads it like two text files.
 
-The text streams through in chunks (``CHUNK`` lines at a time, under a progress bar): 145,000
-captions never sit in memory at once. The folder is written under a temporary name and renamed
-when whole, so Ctrl-C or a full disk leaves nothing that a later run would reuse; one that exists
-is reused without loading the model. Decoding is fp32 on ``train.device``, so the pairs do not
-depend on the machine's bf16 support.
+Every teacher is opened and checked (runs, direction, shared tokenizers, options) before any
+text is translated. The text streams through in chunks (``CHUNK`` lines per translate call,
+decoded by the engine's worker processes, under a progress bar at a terminal and a log line per
+chunk elsewhere): 145,000 captions never sit in memory at once. Each chunk is kept as it is done
+(``synthetic.Partial``), so an interrupted translation goes on after its last whole chunk; the
+folder that later runs reuse, without loading a model, is written whole from the chunks at the
+end. Decoding is fp32 on ``train.device``, so the pairs do not depend on the machine's bf16
+support.
 """
 
 from __future__ import annotations
@@ -22,61 +30,92 @@ import dataclasses
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mt_cli.config.options import TranslateOptions
+from mt_cli.config.options import OptionError, TranslateOptions
 from mt_cli.config.sections import Config, CorpusConfig
 from mt_cli.data import synthetic
+from mt_cli.decode.engine import Engine, EngineKind
+from mt_cli.decode.hypotheses import per_piece
+from mt_cli.decode.members import ensemble_of
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.files import check_output_path, temporary_directory_next_to, write_json
+from mt_cli.disk.layout import RunDir
 from mt_cli.disk.reading import batched, count_lines, stream_file_lines
-from mt_cli.errors import CheckpointError, ConfigError, DataError, InputError, MtError
+from mt_cli.errors import CheckpointError, ConfigError, InputError, MtError
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.trained import load_trained
 from mt_cli.version import __version__
 
-CHUNK = 10_000  # lines per translate call: sorted by length inside it, so its batches are full
+# Lines per translate call (sorted by length inside it, so its batches are full) and per kept chunk.
+CHUNK = 10_000
+
+
+@dataclass
+class _Teacher:
+    """An entry's translations to make, with the engine that makes them and its resolved options."""
+
+    label: str  # data.corpora[i]
+    made: synthetic.Synthetic
+    engine: Engine
+    options: TranslateOptions
 
 
 def make_synthetic(cfg: Config, log: Callable[[str], None]) -> None:
-    """Translate the text of every ``source: backtranslation`` corpus of ``cfg``, or reuse the
-    translations made before (by this run or any other)."""
-    for index, entry in enumerate(cfg.data.corpora):
-        if entry.source == "backtranslation":
-            made_for(cfg.data.entries()[index], f"data.corpora[{index}]", cfg.train.device, log)
+    """Translate the text of every translated corpus of ``cfg``, or reuse the translations made
+    before (by this run or any other). Every teacher is checked before any text is translated."""
+    todo: dict[str, tuple[str, synthetic.Synthetic]] = {}
+    for index, entry in enumerate(cfg.data.entries()):
+        if entry.translated:
+            label = f"data.corpora[{index}]"
+            made = _resolved(entry, label)
+            if made.exists():
+                _log_reuse(made, label, log)
+            else:
+                todo.setdefault(made.key, (label, made))  # two entries asking the same: translated once
+    teachers = [_opened(made, label, cfg.train.device) for label, made in todo.values()]
+    while teachers:
+        _translate(teachers.pop(0), log)  # each teacher is let go when its text is done
 
 
-def made_for(entry: CorpusConfig, label: str, device: str, log: Callable[[str], None]) -> synthetic.Synthetic:
-    """The synthetic pairs of one entry (``label`` names it in messages), made if need be."""
+def _resolved(entry: CorpusConfig, label: str) -> synthetic.Synthetic:
     try:
-        made = synthetic.resolve(entry)
-    except MtError as err:  # a missing run or checkpoint, or text file: say which entry
-        raise type(err)(f"{label}.{'text' if isinstance(err, DataError) else 'run'}: {err}") from None
-    if made.exists():
-        provenance = made.provenance()
-        log(
-            f"{label}: reusing {provenance['lines']:,} synthetic pairs in {made.directory} "
-            f"({provenance['direction']} by {provenance['checkpoint']})"
-        )
-        return made
-    _translate(made, label, device, log)
-    return made
+        return synthetic.resolve(entry)
+    except MtError as err:  # a missing run, checkpoint or text file: say which entry
+        raise type(err)(f"{label}.{err}") from None
 
 
-def _translate(made: synthetic.Synthetic, label: str, device: str, log: Callable[[str], None]) -> None:
-    from tqdm import tqdm
+def _log_reuse(made: synthetic.Synthetic, label: str, log: Callable[[str], None]) -> None:
+    provenance = made.provenance()
+    more = len(provenance["ensemble"])
+    log(
+        f"{label}: reusing {provenance['pairs']:,} synthetic pairs in {made.directory} "
+        f"({provenance['direction']} by {provenance['checkpoint']}"
+        + (f" and {more} more in an ensemble" if more else "")
+        + ")"
+    )
 
-    trained = load_trained(made.run, str(made.checkpoint))
-    translator = Translator.of(trained, device, ComputeType.FLOAT32)  # the exact weights, on any machine
-    _check_direction(translator, made, label)
-    if synthetic.sha256(made.checkpoint) != made.checkpoint_sha256:
+
+def _opened(made: synthetic.Synthetic, label: str, device: str) -> _Teacher:
+    """The teacher of ``made`` loaded and checked: it translates the text's language into the
+    other, its checkpoints did not change while they were read, the options suit it and the
+    cache can be written."""
+    engine = _engine(made, label, device)
+    _check_direction(engine, made, label)
+    changed = [m.checkpoint for m in made.teachers if synthetic.sha256(m.checkpoint) != m.sha256]
+    if changed:
         raise CheckpointError(
-            f"{label}.run: {made.checkpoint} changed while it was read (is {made.run} still training?); "
-            "run the command again"
+            f"{label}.run: {changed[0]} changed while it was read (is {changed[0].parent.parent} still "
+            "training?); run the command again"
         )
+    try:
+        options = engine.resolve(made.options)
+    except OptionError as err:
+        raise ConfigError(f"{label}.decode.{err.key}: {err}") from None
     try:
         made.directory.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -85,66 +124,129 @@ def _translate(made: synthetic.Synthetic, label: str, device: str, log: Callable
             f"set {label}.cache_dir to a writable directory"
         ) from None
     check_output_path(made.directory, f"{label}.cache_dir")
-    options = translator.resolve(made.options)
-    total = _line_count(made)
+    return _Teacher(label, made, engine, options)
+
+
+def _engine(made: synthetic.Synthetic, label: str, device: str) -> Engine:
+    """mt's engine of the teacher's runs (an ensemble of several), or CTranslate2's of its export."""
+    if EngineKind(made.engine) is EngineKind.CTRANSLATE2:
+        return _exported(made.teachers[0], label, device)
+    members = []
+    for index, member in enumerate(made.teachers):
+        key = "run" if index == 0 else "ensemble"
+        try:
+            trained = load_trained(member.run, str(member.checkpoint))
+        except CheckpointError as err:
+            raise CheckpointError(f"{label}.{key}: {err}") from None
+        members.append(
+            Translator.of(trained, device, ComputeType.FLOAT32)
+        )  # the exact weights, on any machine
+    try:
+        return ensemble_of(members)
+    except InputError as err:  # tokenizers that differ: members of other languages or vocabularies
+        raise CheckpointError(f"{label}.ensemble: {err}") from None
+
+
+def _exported(member: synthetic.Member, label: str, device: str) -> Engine:
+    """CTranslate2's engine of the export `--engine ctranslate2` keeps of the checkpoint, in float32."""
+    from mt_cli.decode.ctranslate2 import CTranslate2Engine
+
+    model_dir = RunDir(member.run).engine_export(member.sha256)
+    if not model_dir.is_dir():
+        raise CheckpointError(
+            f"{label}.engine: {member.run} has no CTranslate2 export of {member.checkpoint} "
+            f"(no {model_dir}); make it with `mt translate --engine ctranslate2 --run {member.run} "
+            f"--checkpoint {member.checkpoint} < /dev/null`, or set {label}.engine: mt"
+        )
+    return CTranslate2Engine(model_dir, device, ComputeType.FLOAT32)
+
+
+def _check_direction(engine: Engine, made: synthetic.Synthetic, label: str) -> None:
+    """CheckpointError unless the teacher translates the text's language into the one wanted."""
     text_lang, to_lang = made.languages
-    log(
-        f"{label}: translating {total:,} lines of {text_lang} text into {to_lang} with {made.checkpoint} "
-        f"({_describe(options)}) into {made.directory}"
-    )
-    cut = 0
-
-    def warn(message: str) -> None:
-        nonlocal cut
-        cut += 1
-
-    start, lines = time.perf_counter(), 0
-    with temporary_directory_next_to(made.directory) as staging:
-        with (
-            open(staging / synthetic.TEXT, "w", encoding="utf-8", newline="\n") as text,
-            open(staging / synthetic.TRANSLATION, "w", encoding="utf-8", newline="\n") as out,
-            tqdm(total=total, desc="translate", unit=" lines", leave=False, disable=None) as bar,
-        ):
-            for chunk in batched(_text_lines(made, label), CHUNK):
-                found = translator.translate(chunk, options, warn, lines + 1)
-                text.writelines(line + "\n" for line in chunk)
-                out.writelines(_one_line(t.text) + "\n" for t in found)
-                lines += len(chunk)
-                bar.update(len(chunk))
-                if bar.disable:  # no bar in a log file: a line per chunk instead
-                    elapsed = time.perf_counter() - start
-                    log(f"{label}: {lines:,} of {total:,} lines translated ({elapsed:.0f} s)")
-            for handle in (text, out):
-                handle.flush()
-                os.fsync(handle.fileno())
-        seconds = time.perf_counter() - start
-        write_json(_provenance(made, options, lines, cut, seconds), staging / synthetic.PROVENANCE)
-        os.chmod(staging, 0o755)  # mkdtemp makes it private; the pairs are shared like a prepared corpus
-        _publish(staging, made.directory)
-    rate = lines / seconds if seconds > 0 else 0.0
-    log(
-        f"{label}: {lines:,} synthetic pairs in {seconds / 60:.1f} min ({rate:.0f} lines/s)"
-        + (f"; {cut:,} lines cut to the model's positions" if cut else "")
-    )
-
-
-def _check_direction(translator: Translator, made: synthetic.Synthetic, label: str) -> None:
-    """CheckpointError unless the run translates the text's language into the one wanted."""
-    text_lang, to_lang = made.languages
-    known = list(dict.fromkeys((e.src_lang, e.tgt_lang) for e in translator.card.data.entries()))
-    if (text_lang, to_lang) not in known:
+    if (text_lang, to_lang) not in engine.directions:
         what = "back-translation" if made.side == "target" else "forward translation"
-        runs = ", ".join(f"{src}->{tgt}" for src, tgt in known)
+        runs = ", ".join(f"{src}->{tgt}" for src, tgt in engine.directions)
         raise CheckpointError(
             f"{label}.run: {made.run} translates {runs}, but {what} of this corpus's {text_lang} text "
             f"(its {made.side} side) needs a run that translates {text_lang}->{to_lang}"
         )
 
 
+def _translate(teacher: _Teacher, log: Callable[[str], None]) -> None:
+    """The teacher's translation of the text, chunk after chunk after those kept before, then the
+    folder made whole from the chunks."""
+    from tqdm import tqdm
+
+    label, made, partial = teacher.label, teacher.made, teacher.made.partial
+    total, done = _line_count(made), partial.done()
+    text_lang, to_lang = made.languages
+    checkpoints = " + ".join(str(m.checkpoint) for m in made.teachers)
+    log(
+        f"{label}: translating {total - done:,} lines of {text_lang} text into {to_lang} with "
+        f"{checkpoints} ({made.engine}, {_describe(teacher.options)}) into {made.directory}"
+        + (f"; the first {done:,} were translated before ({partial.directory})" if done else "")
+    )
+    start = time.perf_counter()
+    with tqdm(total=total, initial=done, desc="translate", unit=" lines", leave=False, disable=None) as bar:
+        try:
+            for lines in batched(itertools.islice(_text_lines(made, label), done, None), CHUNK):
+                chunk = _chunk(teacher, lines, done)
+                partial.save(chunk)
+                done = chunk.end
+                bar.update(len(lines))
+                if bar.disable:  # no bar in a log file: a line per chunk instead
+                    elapsed = time.perf_counter() - start
+                    log(f"{label}: {done:,} of {total:,} lines translated ({elapsed:.0f} s)")
+        except InputError:  # text that is not UTF-8 must change, and with it the key: nothing to go on from
+            partial.remove()
+            raise
+    _publish_pairs(teacher, log)
+
+
+def _chunk(teacher: _Teacher, lines: Sequence[str], first: int) -> synthetic.Chunk:
+    """Lines ``first``... translated: each line's hypotheses as one line each, and their scores."""
+    cut = 0
+
+    def count_cut(message: str) -> None:
+        nonlocal cut
+        cut += 1
+
+    start = time.perf_counter()
+    found = teacher.engine.translate(lines, teacher.options, count_cut, first + 1)
+    alpha = teacher.options.alpha
+    return synthetic.Chunk(
+        first=first,
+        lines=list(lines),
+        translations=[[_one_line(h.text) for h in t.hypotheses] for t in found],
+        scores=[[per_piece(h.score, len(h.tokens), alpha) for h in t.hypotheses] for t in found],
+        cut=cut,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _publish_pairs(teacher: _Teacher, log: Callable[[str], None]) -> None:
+    """The cache folder written whole from the kept chunks, renamed into place; the chunks removed."""
+    made, partial = teacher.made, teacher.made.partial
+    with temporary_directory_next_to(made.directory) as staging:
+        totals = synthetic.write_pairs(partial.chunks(), staging)
+        write_json(_provenance(made, teacher.options, totals), staging / synthetic.PROVENANCE)
+        os.chmod(staging, 0o755)  # mkdtemp makes it private; the pairs are shared like a prepared corpus
+        _publish(staging, made.directory)
+    partial.remove()
+    rate = totals.lines / totals.seconds if totals.seconds > 0 else 0.0
+    log(
+        f"{teacher.label}: {totals.pairs:,} synthetic pairs of {totals.lines:,} lines in "
+        f"{totals.seconds / 60:.1f} min ({totals.seconds:.0f} s) of translating ({rate:.0f} lines/s)"
+        + (f"; {totals.cut:,} lines cut to the model's positions" if totals.cut else "")
+    )
+
+
 def _describe(options: TranslateOptions) -> str:
     s = options.sampling
     if s is None:
-        return "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
+        search = "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
+        return search + (f", {options.n_best}-best" if options.n_best > 1 else "")
     return (
         f"sampling top-k {s.top_k or 'all'}, top-p {s.top_p:g}, temperature {s.temperature:g}, seed {s.seed}"
     )
@@ -170,21 +272,28 @@ def _one_line(text: str) -> str:
 
 
 def _provenance(
-    made: synthetic.Synthetic, options: TranslateOptions, lines: int, cut: int, seconds: float
+    made: synthetic.Synthetic, options: TranslateOptions, totals: synthetic.Totals
 ) -> dict[str, Any]:
+    first, *ensemble = made.teachers
     return {
-        "run": str(made.run),
-        "checkpoint": str(made.checkpoint),
-        "checkpoint_sha256": made.checkpoint_sha256,
+        "run": str(first.run),
+        "checkpoint": str(first.checkpoint),
+        "checkpoint_sha256": first.sha256,
+        "ensemble": [
+            {"run": str(m.run), "checkpoint": str(m.checkpoint), "checkpoint_sha256": m.sha256}
+            for m in ensemble
+        ],
+        "engine": made.engine,
         "direction": "->".join(made.languages),
         "text": [
             {"file": str(path), "sha256": sha} for path, sha in zip(made.text, made.text_sha256, strict=True)
         ],
         "train_limit": made.train_limit,
         "decoding": dataclasses.asdict(options),  # resolved: the run's beam and length penalty
-        "lines": lines,
-        "cut": cut,  # lines longer than the model's positions, translated from their start
-        "seconds": round(seconds, 1),
+        "lines": totals.lines,
+        "pairs": totals.pairs,  # lines times the n-best list
+        "cut": totals.cut,  # lines longer than the model's positions, translated from their start
+        "seconds": round(totals.seconds, 1),  # translating, over every try that kept chunks
         "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mt_version": __version__,
         "key": made.key,

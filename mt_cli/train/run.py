@@ -85,7 +85,7 @@ def prepare(cfg: Config, run_dir: Path, log: Callable[[str], None]) -> list[str]
     _check_directory(run)
     parent = _parent(cfg, run, resume=bool(run.previous_training()))
     with _owned(run, "prepare", enabled=True):
-        make_synthetic(cfg, log)  # the pairs of backtranslation corpora, translated or reused
+        make_synthetic(cfg, log)  # the pairs of translated corpora, translated or reused
         sample = tokenizer_sample(cfg)
         src_tok, tgt_tok = _tokenizers(cfg, run, lambda: sample, Distributed(), log, parent)
         prepared = prepare_corpora(cfg, run.root, src_tok, tgt_tok, log)
@@ -201,7 +201,7 @@ def prepare_data(
     into the run directory, reused, or adopted from a warm start's ``parent``) and the training
     pairs (prepared once, memory-mapped by every rank): what the trainer reads."""
     if dist.is_main:
-        make_synthetic(cfg, log)  # the pairs of backtranslation corpora, translated or reused
+        make_synthetic(cfg, log)  # the pairs of translated corpora, translated or reused
     dist.barrier()
     splits, more = load_eval_splits(cfg, log), load_more_directions(cfg, log)
     src_tok, tgt_tok = _tokenizers(cfg, run, lambda: tokenizer_sample(cfg), dist, log, parent)
