@@ -37,6 +37,7 @@ from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
 from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.decode.scoring import force_decode
 from mt_cli.errors import InputError
+from mt_cli.model.packed import pack_for_cpu_inference
 from mt_cli.model.transformer import Transformer
 from mt_cli.runtime.device import autocast, inference_dtype, resolve_device
 from mt_cli.runtime.precision import ComputeType
@@ -109,6 +110,9 @@ class Translator(CardEngine):
         model.to(device).eval()
         if dtype is not None:
             model.to(dtype=dtype)
+        if device.type == "cpu":
+            # oneDNN on weights packed once: 2.3x MKL's fp32 products on AMD (``model.packed``).
+            pack_for_cpu_inference(model, dtype or torch.float32)
         return cls(model, src_tok, tgt_tok, card, device, dtype, checkpoint, members)
 
     @property

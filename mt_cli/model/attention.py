@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from mt_cli.model.packed import Linear
+
 
 def _sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
     """``F.scaled_dot_product_attention``, steered off the CPU flash kernel when training in bf16/fp16.
@@ -39,7 +41,7 @@ class MultiHeadAttention(nn.Module):
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.attention_dropout = attention_dropout
-        self.out = nn.Linear(d_model, d_model)
+        self.out = Linear(d_model, d_model)
 
     def _reset(self, *projections: nn.Linear) -> None:
         # Xavier on the fused matrices and zero biases, as nn.MultiheadAttention does.
@@ -102,7 +104,7 @@ class SelfAttention(MultiHeadAttention):
 
     def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
         super().__init__(d_model, n_heads, attention_dropout)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.qkv = Linear(d_model, 3 * d_model)
         self._reset(self.qkv)
 
     def forward(
@@ -144,8 +146,8 @@ class CrossAttention(MultiHeadAttention):
 
     def __init__(self, d_model: int, n_heads: int, attention_dropout: float) -> None:
         super().__init__(d_model, n_heads, attention_dropout)
-        self.q = nn.Linear(d_model, d_model)
-        self.kv = nn.Linear(d_model, 2 * d_model)
+        self.q = Linear(d_model, d_model)
+        self.kv = Linear(d_model, 2 * d_model)
         self._reset(self.q, self.kv)
 
     def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:

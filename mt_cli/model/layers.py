@@ -31,6 +31,7 @@ from mt_cli.config.sections import ModelConfig
 from mt_cli.model.attention import CrossAttention, SelfAttention
 from mt_cli.model.cache import LayerCache
 from mt_cli.model.dropout import Dropout
+from mt_cli.model.packed import Linear
 
 # The attention classes live in ``attention``; exporters import them from here with the layers.
 __all__ = [
@@ -55,8 +56,8 @@ class FeedForward(nn.Module):
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation={activation!r}; choose one of {', '.join(_ACTIVATIONS)}")
         self.activation = _ACTIVATIONS[activation]
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = Linear(d_model, d_ff)
+        self.linear2 = Linear(d_ff, d_model)
         self.dropout = Dropout(activation_dropout)
 
     def forward(self, x: Tensor) -> Tensor:

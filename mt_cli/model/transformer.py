@@ -34,6 +34,7 @@ from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import DecoderCache
 from mt_cli.model.dropout import Dropout, TokenDropout
 from mt_cli.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding
+from mt_cli.model.packed import Linear
 from mt_cli.specials import FIRST_WORD_ID, PAD_ID, UNK_ID
 
 
@@ -64,7 +65,7 @@ class Transformer(nn.Module):
         self.encoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
         self.decoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
 
-        self.output = nn.Linear(cfg.d_model, tgt_vocab_size, bias=cfg.output_bias)
+        self.output = Linear(cfg.d_model, tgt_vocab_size, bias=cfg.output_bias)
         self._init_embeddings()
         if cfg.tie_output:
             self.output.weight = self.tgt_embed.weight
