@@ -114,15 +114,19 @@ def beam_search(
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
     batch, k, device = src.size(0), beam_size, src.device
     limits = max_output_lengths(model, src_mask, max_len_a, max_len_b)  # (B,)
-    cache = model.start_cache(model.encode(src, src_mask), src_mask).expand_beams(k)
-    scores, history, tokens = _start_beams(batch, k, device)  # (N, k), (N*k, 0), (N*k,); N live sentences
+    # The first step runs once per sentence (all its beams would start alike), then the cache
+    # holds k beams per sentence: as CTranslate2 does on the CPU, k-1 rows of step one saved.
+    cache = model.start_cache(model.encode(src, src_mask), src_mask)
+    scores, history, tokens = _start_beams(batch, k, device)  # (N, 1), (N*k, 0), (N,); N live sentences
     finished: list[list[Found]] = [[] for _ in range(batch)]
     n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (N,)
     alive = torch.arange(batch, device=device)  # (N,) original index of each live sentence
     ranks = torch.arange(2 * k, device=device)  # (2k,)
     for t in range(int(limits.max())):
-        logits, cache, _ = model.step(tokens, cache)  # (N*k, V) fp32, a fresh tensor
-        at_limit = (limits[alive] <= t + 1).repeat_interleave(k)  # (N*k,) only EOS may follow
+        logits, cache, _ = model.step(tokens, cache)  # (N*g, V) fp32, a fresh tensor; g = 1, then k
+        if t == 0:
+            cache = cache.expand_beams(k)
+        at_limit = (limits[alive] <= t + 1).repeat_interleave(scores.size(1))  # (N*g,) only EOS may follow
         top_scores, top_tokens, top_rows = _best_extensions(logits, scores, at_limit, k)  # each (N, 2k)
         possible, is_eos = top_scores > float("-inf"), top_tokens == EOS_ID  # (N, 2k) each
         # An EOS outside the top k would never have been kept by greedy search: drop it.
@@ -146,11 +150,11 @@ def beam_search(
 
 
 def _start_beams(batch: int, k: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Summed log-probs (B, k), token history (B*k, 0) and next input tokens (B*k,) before step 1."""
-    scores = torch.full((batch, k), float("-inf"), device=device)  # (B, k)
-    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand
+    """Summed log-probs (B, 1) of the one hypothesis per sentence before step 1, the token history
+    (B*k, 0) of the k beams per sentence it becomes, and the first input tokens (B,)."""
+    scores = torch.zeros((batch, 1), device=device)  # (B, 1)
     history = torch.full((batch * k, 0), BOS_ID, dtype=torch.long, device=device)  # (B*k, t)
-    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (B*k,)
+    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)  # (B,)
     return scores, history, tokens
 
 
@@ -158,24 +162,27 @@ def _best_extensions(
     logits: torch.Tensor, scores: torch.Tensor, at_limit: torch.Tensor, k: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Each live sentence's best 2k extensions, best first: (summed log-probs, tokens, the row
-    of the hypothesis each extends), each (N, 2k). Rows ``at_limit`` may only end (EOS).
+    of the hypothesis each extends, numbered k per sentence), each (N, 2k), from ``logits``
+    (N*g, V) and ``scores`` (N, g) of g hypotheses per sentence (1 at the first step, else k).
+    Rows ``at_limit`` may only end (EOS).
 
     A sentence's best 2k extensions are among the best 2k of each of its hypotheses: rank within
     each row first, and never build the (N, k*V) table of every extension.
     """
     sentences = scores.size(0)
-    # One fused kernel; logsumexp and a subtraction took two more passes over (N*k, V).
-    log_probs = logits.log_softmax(-1)  # (N*k, V)
+    # One fused kernel; logsumexp and a subtraction took two more passes over (N*g, V).
+    log_probs = logits.log_softmax(-1)  # (N*g, V)
     # After normalising, as Hugging Face bans Marian's pad: the other tokens keep their log-probs.
     log_probs[:, NEVER_OUTPUT] = float("-inf")
     if bool(at_limit.any()):
         eos_only = _eos_only(logits.size(-1), logits.device)
         log_probs[at_limit] = log_probs[at_limit].where(eos_only, float("-inf"))
-    row_log_probs, row_tokens = log_probs.topk(2 * k, dim=-1)  # (N*k, 2k)
-    row_scores = scores.view(-1, 1) + row_log_probs  # (N*k, 2k) summed log-probs
+    row_log_probs, row_tokens = log_probs.topk(2 * k, dim=-1)  # (N*g, 2k)
+    row_scores = scores.view(-1, 1) + row_log_probs  # (N*g, 2k) summed log-probs
     top_scores, top_ids = row_scores.view(sentences, -1).topk(2 * k, dim=-1)  # (N, 2k), best first
     top_tokens = row_tokens.view(sentences, -1).gather(1, top_ids)  # (N, 2k)
-    top_rows = top_ids // (2 * k) + torch.arange(sentences, device=logits.device).unsqueeze(1) * k  # (N, 2k)
+    beams = top_ids // (2 * k)  # (N, 2k) which of its sentence's g hypotheses each extends
+    top_rows = beams + torch.arange(sentences, device=logits.device).unsqueeze(1) * k  # (N, 2k)
     return top_scores, top_tokens, top_rows
 
 

@@ -39,6 +39,7 @@ from mt_cli.decode.scoring import force_decode
 from mt_cli.errors import InputError
 from mt_cli.model.packed import pack_for_cpu_inference
 from mt_cli.model.transformer import Transformer
+from mt_cli.runtime.allocator import reuse_freed_memory
 from mt_cli.runtime.device import autocast, inference_dtype, resolve_device
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.specials import EOS_PIECE
@@ -101,7 +102,9 @@ class Translator(CardEngine):
         checkpoint: Path | None = None,
         members: tuple[str, ...] = (),
     ) -> Translator:
-        """A translator that owns ``model``: moved to ``device``, in eval mode, cast to ``dtype``.
+        """A translator that owns ``model``: moved to ``device``, in eval mode, cast to ``dtype``;
+        on the CPU its linear layers packed for oneDNN (``model.packed``) and malloc told to keep
+        freed memory (``runtime.allocator``).
 
         Autocast would re-cast every weight at every decoding step, so for inference the weights
         are cast once (LayerNorm and softmax still accumulate in fp32 inside). `mt eval` and the
@@ -111,8 +114,8 @@ class Translator(CardEngine):
         if dtype is not None:
             model.to(dtype=dtype)
         if device.type == "cpu":
-            # oneDNN on weights packed once: 2.3x MKL's fp32 products on AMD (``model.packed``).
             pack_for_cpu_inference(model, dtype or torch.float32)
+            reuse_freed_memory()
         return cls(model, src_tok, tgt_tok, card, device, dtype, checkpoint, members)
 
     @property
