@@ -55,3 +55,19 @@ def test_cache_beams_share_cross_attention() -> None:
         assert layer.cross_v[:, 0, 0, 0].tolist() == [301]
     with pytest.raises(ValueError, match="one hypothesis per source"):
         cache.expand_beams(2)
+
+
+def test_reordered_and_selected_buffers_hold_the_history_and_room_for_one_step() -> None:
+    batch, capacity, length = 4, 8, 3
+    buffer = torch.randn(batch, 2, capacity, 4)  # (B, H, capacity, Dh): 3 positions used, 5 spare
+    layer = LayerCache(buffer, buffer + 1, torch.zeros(batch, 2, 5, 4), torch.zeros(batch, 2, 5, 4))
+    cache = DecoderCache([layer], torch.ones(batch, 1, 1, 5, dtype=torch.bool), length)
+    index = torch.tensor([1, 1, 3, 2])
+    for new, rows in (
+        (cache.reorder(index), index),
+        (cache.select(torch.tensor([2, 0])), torch.tensor([2, 0])),
+    ):
+        kept = new.layers[0]
+        assert kept.self_k.shape == (len(rows), 2, length + 1, 4) and kept.self_k.is_contiguous()
+        assert torch.equal(kept.self_k[:, :, :length], buffer[rows, :, :length])
+        assert torch.equal(kept.self_v[:, :, :length], buffer[rows, :, :length] + 1)

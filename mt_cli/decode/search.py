@@ -40,6 +40,7 @@ def greedy_search(
 Picker = Callable[[Tensor, Tensor], Tensor]
 
 
+@torch.inference_mode()  # the translator calls it directly: no autograd graph of every step
 def one_per_row(
     model: Decoder,
     src: torch.Tensor,
