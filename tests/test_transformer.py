@@ -16,7 +16,7 @@ from torch import nn
 
 from mt_cli.config.sections import ModelConfig
 from mt_cli.model.cache import DecoderCache
-from mt_cli.model.transformer import Transformer, build_model, count_parameters
+from mt_cli.model.transformer import ENCODE_ROWS, Transformer, build_model, count_parameters
 from mt_cli.specials import BOS_ID
 
 PAD, BOS, EOS = 0, 2, 3
@@ -393,3 +393,25 @@ def test_default_models_keep_their_state_dict() -> None:
     assert list(build_model(dataclasses.replace(cfg, **options), 50, 40).state_dict()) == expected
     biased = build_model(dataclasses.replace(cfg, output_bias=True), 50, 40).state_dict()
     assert list(biased) == [*expected, "output.bias"]
+
+
+def test_a_large_batch_is_encoded_in_groups_cut_to_their_own_length() -> None:
+    model = tiny()
+    rows = ENCODE_ROWS + 9  # two groups: the shorter 64 sources, then the 9 longest
+    torch.manual_seed(3)
+    lengths = torch.randint(1, 25, (rows,)).tolist()
+    lengths[5] = 30  # the longest: without groups every source would be padded to it
+    src, _ = random_batch(rows, 30, 1, src_lengths=lengths)
+    with torch.no_grad():
+        memory = model.encode(src, src_mask(src))
+        alone = [
+            model.encode(src[i : i + 1, :n], src_mask(src[i : i + 1, :n]))[0] for i, n in enumerate(lengths)
+        ]
+        model.train()  # training encodes the batch as it is: padding included
+        whole = model.encode(src, src_mask(src))
+    assert memory.shape == (rows, 30, TINY.d_model)
+    for n, mine, one in zip(lengths, memory, alone):
+        torch.testing.assert_close(mine[:n], one, atol=1e-5, rtol=1e-5)
+    shorter = torch.tensor(lengths).argsort(stable=True)[:ENCODE_ROWS]  # the first group: none past 24
+    assert not memory[shorter, 24:].any()  # never computed: zero, and masked by every attention
+    assert whole[shorter, 24:].abs().sum() > 0  # training computes the padding of the whole batch
