@@ -19,6 +19,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _ran_packed(layer: Linear, x: torch.Tensor) -> bool:
+    """Whether ``layer(x)`` ran oneDNN's product on the packed weight."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        layer(x)
+    return any(event.name == "mkldnn::_linear_pointwise" for event in prof.events())
+
+
 def _layer(seed: int = 0, bias: bool = True) -> Linear:
     torch.manual_seed(seed)
     return Linear(24, 40, bias=bias).eval()
@@ -29,8 +36,9 @@ def test_packed_layer_computes_the_linear_function(bias: bool) -> None:
     layer = _layer(bias=bias)
     x = torch.randn(7, 3, 24)  # (B, L, D_in): a batch of sequences, as the model feeds it
     plain = F.linear(x, layer.weight, layer.bias)
+    assert not _ran_packed(layer, x)
     layer.pack()
-    assert layer.is_packed
+    assert layer.is_packed and _ran_packed(layer, x)
     with torch.inference_mode():
         packed = layer(x)
     assert packed.shape == (7, 3, 40)
@@ -56,7 +64,7 @@ def test_changed_weights_are_used_not_the_stale_pack() -> None:
     x = torch.randn(5, 24)
     with torch.no_grad():
         layer.weight.mul_(-2.0)  # in place, as an optimizer step or load_state_dict writes
-    assert torch.equal(layer(x), F.linear(x, layer.weight, layer.bias))
+    assert torch.equal(layer(x), F.linear(x, layer.weight, layer.bias)) and not _ran_packed(layer, x)
     other = _layer(seed=1)
     layer.load_state_dict(other.state_dict())
     assert torch.equal(layer(x), F.linear(x, other.weight, other.bias))
@@ -64,12 +72,18 @@ def test_changed_weights_are_used_not_the_stale_pack() -> None:
     assert torch.equal(layer(x), layer.bias.expand(5, 40))
 
 
-def test_packed_weight_is_not_used_under_autocast_or_for_another_dtype() -> None:
+def test_packed_weight_is_used_only_where_f_linear_would_compute_in_its_dtype() -> None:
     layer = _layer()
     layer.pack()
     x = torch.randn(5, 24)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert layer(x).dtype == torch.bfloat16  # autocast's cast, as for nn.Linear
+        assert not _ran_packed(layer, x)
+    bf16 = _layer().to(torch.bfloat16)
+    plain = F.linear(x.bfloat16(), bf16.weight, bf16.bias)
+    bf16.pack()
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # as mt decodes bf16 weights: the pack is used
+        assert torch.equal(bf16(x.bfloat16()), plain) and _ran_packed(bf16, x.bfloat16())
     layer.to(torch.bfloat16)  # the fp32 pack is stale: the weight is another tensor now
     out = layer(x.bfloat16())
     assert torch.equal(out, F.linear(x.bfloat16(), layer.weight, layer.bias))

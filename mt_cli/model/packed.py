@@ -39,7 +39,7 @@ class Linear(nn.Linear):
                 and weight._version == version
                 and x.dtype == packed.dtype == weight.dtype
                 and x.device.type == "cpu"
-                and not torch.is_autocast_enabled("cpu")  # autocast casts for F.linear, not for this op
+                and _autocast_keeps(x.dtype)
             ):
                 return torch.ops.mkldnn._linear_pointwise(x, packed, self.bias, "none", [], "")  # (..., out)
         return F.linear(x, self.weight, self.bias)
@@ -62,6 +62,12 @@ class Linear(nn.Linear):
         state = self.__dict__.copy()
         state.pop("_onednn", None)
         return state
+
+
+def _autocast_keeps(dtype: torch.dtype) -> bool:
+    """Whether F.linear would compute in ``dtype`` here: autocast is off, or casts to ``dtype``
+    (it casts for F.linear, not for the packed op; mt decodes bf16 weights under bf16 autocast)."""
+    return not torch.is_autocast_enabled("cpu") or torch.get_autocast_dtype("cpu") == dtype
 
 
 def can_pack(device: torch.device, dtype: torch.dtype) -> bool:

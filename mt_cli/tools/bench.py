@@ -49,6 +49,7 @@ from mt_cli.decode.translator import Translator
 from mt_cli.disk.layout import RunDir
 from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
+from mt_cli.model.packed import pack_for_cpu_inference
 from mt_cli.model.transformer import build_model, count_parameters
 from mt_cli.runtime.device import autocast, inference_dtype, resolve_device
 from mt_cli.runtime.flops import peak_flops
@@ -170,6 +171,8 @@ def _translate_rows(tr: Translator, lines: list[str], beam: int) -> list[Row]:
         # As `mt translate` does, for both: weights cast once, not re-cast by autocast every step.
         model.to(dtype=tr.dtype)
         textbook.to(dtype=tr.dtype)
+    if tr.device.type == "cpu":
+        pack_for_cpu_inference(model, tr.dtype or torch.float32)  # as `mt translate` does: ours only
     in_order = [
         list(range(i, min(i + NAIVE_BATCH, len(sources)))) for i in range(0, len(sources), NAIVE_BATCH)
     ]
