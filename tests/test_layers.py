@@ -173,3 +173,26 @@ def test_positional_encoding_values_and_offset() -> None:
     torch.testing.assert_close(pe(x[:, :1], offset=7)[0, 0], table[7])
     with pytest.raises(ValueError, match="max_positions"):
         pe(torch.zeros(1, 3, 8), offset=48)
+
+
+@pytest.mark.parametrize("keys", [1, 3, 6, 7, 15, 16, 17, 40])
+def test_decoding_attention_paths_equal_the_plain_products(keys: int) -> None:
+    """Short rows and small products take other kernels than torch.softmax and bmm (``attention``
+    module notes); the values are the same to float rounding, fully masked rows NaN as in torch."""
+    from mt_cli.model.attention import _context, _scores, _softmax
+
+    torch.manual_seed(keys)
+    q, k, v = torch.randn(6, H, 1, 8), torch.randn(6, H, keys, 8), torch.randn(6, H, keys, 8)
+    scores = _scores(q, k)
+    torch.testing.assert_close(scores, q @ k.transpose(-2, -1), atol=1e-5, rtol=1e-5)
+    scores[0, :, :, -1] = float("-inf")  # a masked key
+    scores[1] = float("-inf")  # a row with no key at all
+    expected = torch.softmax(scores, -1)
+    with torch.inference_mode():
+        weights = _softmax(scores.clone())
+    torch.testing.assert_close(weights[2:], expected[2:], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        weights[0], expected[0], atol=1e-6, rtol=1e-5, equal_nan=True
+    )  # 1 key: none left
+    assert weights[1].isnan().all() and expected[1].isnan().all()
+    torch.testing.assert_close(_context(weights[2:], v[2:]), weights[2:] @ v[2:], atol=1e-5, rtol=1e-5)
