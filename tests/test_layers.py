@@ -182,7 +182,7 @@ def test_decoding_attention_paths_equal_the_plain_products(keys: int) -> None:
     from mt_cli.model.attention import _context, _scores, _softmax
 
     torch.manual_seed(keys)
-    q, k, v = torch.randn(6, H, 1, 8), torch.randn(6, H, keys, 8), torch.randn(6, H, keys, 8)
+    q, k, v = torch.randn(160, H, 1, 8), torch.randn(160, H, keys, 8), torch.randn(160, H, keys, 8)
     scores = _scores(q, k)
     torch.testing.assert_close(scores, q @ k.transpose(-2, -1), atol=1e-5, rtol=1e-5)
     scores[0, :, :, -1] = float("-inf")  # a masked key

@@ -63,7 +63,8 @@ _SOFTMAX_LANES = 16 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 
 
 def _softmax(scores: Tensor) -> Tensor:
     """Softmax over the last dimension of fresh ``scores`` (overwritten when no gradient flows)."""
-    short = scores.size(-1) < _SOFTMAX_LANES and not scores.requires_grad
+    # Five element-wise passes cost more than the loop below ~500 elements (a step's last rows).
+    short = scores.size(-1) < _SOFTMAX_LANES and scores.numel() >= 512 and not scores.requires_grad
     if short and scores.dtype == torch.float32 and scores.device.type == "cpu":
         exp = scores.sub_(scores.amax(-1, keepdim=True)).exp_()
         return exp.div_(exp.sum(-1, keepdim=True))
