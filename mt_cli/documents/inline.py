@@ -1,0 +1,88 @@
+"""Inline markup inside a sentence, put into its translation.
+
+The model translates a sentence's text alone; markup inside it (a ``<b>`` around some words, a
+link, a comment, a ``<code>`` or ``translate="no"`` element, which the model does not see) has
+to be put back. The rule, which needs nothing from the engine:
+
+* Markup at a sentence's edges, and between sentences, never moves (``pages`` keeps it where it
+  was); ``<p><b>Ein Satz.</b> <i>Noch einer.</i></p>`` keeps every tag exactly.
+* Markup inside a sentence keeps its order and nesting and goes to the word boundary of the
+  translation nearest to the same relative place (by characters) as in the source. Markup glued
+  to the word after it (an opening ``<b>``) goes before a word, markup glued to the word before
+  it (a closing ``</b>``) after one, markup with space on both sides between two words, with a
+  space. An element that held text holds at least one word of the translation.
+
+So ``Ein <b>großer</b> Hund läuft.`` becomes ``A <b>big</b> dog is running.``; where word order
+differs the markup lands on the words at the same place, not necessarily the words it meant.
+"""
+
+from __future__ import annotations
+
+import enum
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class Glue(enum.Enum):
+    NEXT = "next"  # no space after it in the source: it belongs before a word
+    PREVIOUS = "previous"  # space after it, none before: it belongs after a word
+    FREE = "free"  # space on both sides: it goes between two words
+
+
+@dataclass(frozen=True)
+class Atom:
+    """Markup at one place inside a sentence: one or more tokens with no text between them."""
+
+    offset: int  # characters of the sentence's source before it (0 < offset < the sentence's length)
+    raw: str  # its source text, kept as written
+    glue: Glue
+    after: int | None = None  # an earlier atom of the sentence that opened an element this one closes
+
+
+def glue(before: str, after: str) -> Glue:
+    """How markup sits between the characters ``before`` and ``after`` it (each one character)."""
+    if not after.isspace():
+        return Glue.NEXT
+    return Glue.FREE if before.isspace() else Glue.PREVIOUS
+
+
+def place(translation: str, length: int, atoms: Sequence[Atom]) -> str:
+    """``translation`` as HTML text (``&``, ``<``, ``>`` escaped) with ``atoms`` put in (see the
+    module docstring); ``length``: characters of the source sentence the atoms' offsets count."""
+    size = len(translation)
+    word_starts, word_ends = _word_edges(translation)
+    positions: list[int] = []
+    for atom in atoms:
+        lowest = positions[-1] if positions else 0
+        above = positions[atom.after] if atom.after is not None else -1  # an element's close: past its open
+        choices = word_ends if atom.glue is Glue.PREVIOUS else word_starts
+        fitting = [i for i in choices if i >= lowest and i > above]
+        ideal = atom.offset / length * size
+        positions.append(min(fitting, key=lambda i: abs(i - ideal)) if fitting else size)
+    pieces, done = [], 0
+    for atom, position in zip(atoms, positions):
+        pieces.append(html.escape(translation[done:position], quote=False))
+        if atom.glue is Glue.FREE and position == size and size and not translation[-1].isspace():
+            pieces.append(" " + atom.raw)
+        elif atom.glue is Glue.FREE and position < size:
+            pieces.append(atom.raw + " ")
+        else:
+            pieces.append(atom.raw)
+        done = position
+    pieces.append(html.escape(translation[done:], quote=False))
+    return "".join(pieces)
+
+
+def _word_edges(text: str) -> tuple[list[int], list[int]]:
+    """Where the words of ``text`` (runs of non-space) start, and where they end."""
+    starts, ends = [], []
+    for i, char in enumerate(text):
+        gap_before = i == 0 or text[i - 1].isspace()
+        if not char.isspace() and gap_before:
+            starts.append(i)
+        elif char.isspace() and not gap_before:
+            ends.append(i)
+    if text and not text[-1].isspace():
+        ends.append(len(text))
+    return starts, ends
