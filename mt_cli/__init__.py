@@ -21,8 +21,9 @@ import-linter, the contracts in pyproject.toml):
 Three rules beyond the layers: ``model`` never imports ``text``, ``data`` or sentencepiece (it
 sees ids only), ``data`` never imports ``runtime.distributed`` (whoever runs several
 processes calls data, not the other way round), and ``documents`` never imports ``decode``,
-``model``, ``text`` or torch (it cuts documents into sentences; its callers translate them). Inference reads a model's card, never its
-training recipe. Heavy imports (datasets, matplotlib) happen inside the functions that need them.
+``model``, ``text`` or torch (it cuts documents into sentences; its callers translate them).
+Inference reads a model's card, never its training recipe. Heavy imports (datasets,
+matplotlib) happen inside the functions that need them.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import enum
 import html
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -75,14 +77,22 @@ def place(translation: str, length: int, atoms: Sequence[Atom]) -> str:
 
 
 def _word_edges(text: str) -> tuple[list[int], list[int]]:
-    """Where the words of ``text`` (runs of non-space) start, and where they end."""
+    """Where the words of ``text`` (runs of non-space) start and end, and also where their letters
+    start and end inside punctuation around them (so that a link can end before a word's period)."""
     starts, ends = [], []
-    for i, char in enumerate(text):
-        gap_before = i == 0 or text[i - 1].isspace()
-        if not char.isspace() and gap_before:
-            starts.append(i)
-        elif char.isspace() and not gap_before:
-            ends.append(i)
-    if text and not text[-1].isspace():
-        ends.append(len(text))
+    for match in re.finditer(r"\S+", text):
+        start, end = match.span()
+        first, last = start, end
+        while first < last and _punctuation(text[first]):
+            first += 1
+        while last > first and _punctuation(text[last - 1]):
+            last -= 1
+        if first == last:  # punctuation alone is a word of its own
+            first, last = start, end
+        starts += sorted({start, first})
+        ends += sorted({last, end})
     return starts, ends
+
+
+def _punctuation(char: str) -> bool:
+    return unicodedata.category(char).startswith("P")
