@@ -46,11 +46,11 @@ class Document:
 def rebuild_all(documents: Sequence[Document], translations: Sequence[str]) -> list[str]:
     """Each document rebuilt from its share of ``translations``, which hold the units of all
     ``documents`` in order (as one batch translated them)."""
+    counts = [len(document.units) for document in documents]
+    if sum(counts) != len(translations):
+        raise ValueError(f"{len(translations)} translations for documents of {sum(counts)} sentences")
     found, start = [], 0
-    for document in documents:
-        count = len(document.units)
+    for document, count in zip(documents, counts):
         found.append(document.rebuild(translations[start : start + count]))
         start += count
-    if start != len(translations):
-        raise ValueError(f"{len(translations)} translations for documents of {start} sentences")
     return found

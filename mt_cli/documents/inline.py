@@ -9,8 +9,9 @@ to be put back. The rule, which needs nothing from the engine:
 * Markup inside a sentence keeps its order and nesting and goes to the word boundary of the
   translation nearest to the same relative place (by characters) as in the source. Markup glued
   to the word after it (an opening ``<b>``) goes before a word, markup glued to the word before
-  it (a closing ``</b>``) after one, markup with space on both sides between two words, with a
-  space. An element that held text holds at least one word of the translation.
+  it (a closing ``</b>``, also before punctuation: ``</a>.``) after one, markup with space on
+  both sides between two words, with a space. An element that held text holds at least one
+  word of the translation.
 
 So ``Ein <b>großer</b> Hund läuft.`` becomes ``A <b>big</b> dog is running.``; where word order
 differs the markup lands on the words at the same place, not necessarily the words it meant.
@@ -42,8 +43,12 @@ class Atom:
     after: int | None = None  # an earlier atom of the sentence that opened an element this one closes
 
 
-def glue(before: str, after: str) -> Glue:
-    """How markup sits between the characters ``before`` and ``after`` it (each one character)."""
+def glue(before: str, after: str, closing: bool) -> Glue:
+    """How markup sits between the characters ``before`` and ``after`` it: an end tag (``closing``)
+    belongs to the word it follows unless space is before it, other markup to the word after it
+    unless space is after it; with space on both sides it stands between words."""
+    if closing and not before.isspace():
+        return Glue.PREVIOUS
     if not after.isspace():
         return Glue.NEXT
     return Glue.FREE if before.isspace() else Glue.PREVIOUS
@@ -54,12 +59,12 @@ def place(translation: str, length: int, atoms: Sequence[Atom]) -> str:
     module docstring); ``length``: characters of the source sentence the atoms' offsets count."""
     size = len(translation)
     word_starts, word_ends = _word_edges(translation)
+    edges = {Glue.NEXT: word_starts, Glue.PREVIOUS: word_ends, Glue.FREE: [*word_starts, size]}
     positions: list[int] = []
     for atom in atoms:
         lowest = positions[-1] if positions else 0
         above = positions[atom.after] if atom.after is not None else -1  # an element's close: past its open
-        choices = word_ends if atom.glue is Glue.PREVIOUS else word_starts
-        fitting = [i for i in choices if i >= lowest and i > above]
+        fitting = [i for i in edges[atom.glue] if i >= lowest and i > above]
         ideal = atom.offset / length * size
         positions.append(min(fitting, key=lambda i: abs(i - ideal)) if fitting else size)
     pieces, done = [], 0

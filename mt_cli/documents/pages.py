@@ -114,7 +114,8 @@ class _Run:
                 continue
             token, found, offset = self.tokens[placed.index], atoms[number], placed.start - spans[number][0]
             if not found or found[-1].offset != offset:
-                found.append(Atom(offset, "", glue(self.text[placed.start - 1], self.text[placed.start])))
+                around = self.text[placed.start - 1], self.text[placed.start]
+                found.append(Atom(offset, "", glue(*around, closing=token.kind is Kind.END)))
             atom = found[-1]
             after = atom.after
             if token.kind is Kind.END and token.partner in where:
