@@ -76,18 +76,19 @@ def test_alternatives_are_answered_as_libretranslate_answers_them() -> None:
     assert one == {"translatedText": "HUND", "alternatives": ["HUND 1", "HUND 2", "HUND 3"]}
     # A list q: a list per text; alike hypotheses and an empty text's are left out, as LibreTranslate does.
     assert listed == {"translatedText": ["A", "SAME", ""], "alternatives": [["A 1", "A 2"], [], []]}
-    # A text's k-th alternative joins its lines' k-th hypotheses; an empty line stays empty.
+    # A text's k-th alternative puts its sentences' k-th hypotheses back in their places; an empty
+    # line stays empty, a CR LF stays one.
     assert text.json() == {
-        "translatedText": "A\n\nB\n",
+        "translatedText": "A\n\nB\r\n",
         "detectedLanguage": {"confidence": 100.0, "language": "de"},
-        "alternatives": ["A 1\n\nB 1\n", "A 2\n\nB 2\n"],
+        "alternatives": ["A 1\n\nB 1\r\n", "A 2\n\nB 2\r\n"],
     }
     assert plain == [{"translatedText": "HUND"}] * 2  # no alternatives asked: no key, as before
     # N alternatives: n-best N + 1 in a beam of max(the card's 2, N + 1); none: translate_lines.
     assert engine.calls == [
         ("n-best", ["hund"], 4, 4),
-        ("n-best", ["a", "same", ""], 3, 3),
-        ("n-best", ["a", "", "b", ""], 3, 3),
+        ("n-best", ["a", "same"], 3, 3),  # an empty text has no sentence to decode
+        ("n-best", ["a", "b"], 3, 3),
         ("lines", ["hund"], None, 1),
         ("lines", ["hund"], None, 1),
     ]

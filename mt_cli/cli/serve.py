@@ -47,7 +47,7 @@ MaxQueueOption = option(
 MaxRequestLinesOption = option(
     int | None,
     min=1,
-    help="Lines one request may send (400 past it), so one request cannot hold the whole queue "
+    help="Lines (sentences) one request may send (400 past it), so one request cannot hold the whole queue "
     "(default: half of --max-queue).",
 )
 TimeoutReadOption = option(

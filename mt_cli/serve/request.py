@@ -23,10 +23,10 @@ class TranslateRequest:
     texts: list[str]  # q, always as a list
     batch: bool  # q was a list, so translatedText is one
     auto: bool  # source was "auto", so the answer says which language was assumed
+    language: str  # the source language, whose rules split the sentences
     alternatives: int = 0  # more translations asked for each text
     target: str | None = None  # the language to write (None: the engine's default)
     form: DocumentFormat = DocumentFormat.TEXT  # what each text is
-    language: str = "en"  # the source language, whose rules split the sentences
 
     def options(self, server: TranslateOptions, default_beam: int) -> TranslateOptions:
         """What this request decodes with: the ``server``'s options (``mt serve``'s), writing its
