@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from mt_cli.cli.common import option, standard_stream
 from mt_cli.documents.formats import DocumentFormat
+from mt_cli.documents.sentences import segmenter
 from mt_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -44,11 +45,15 @@ FormatOption = option(
 def check_document_options(
     form: InputFormat, n_best: int, align: bool, as_json: bool, attention: bool
 ) -> None:
-    """An InputError for an option that prints per line, with a format that prints a document."""
+    """An InputError for an option that prints per line, with a format that prints a document, or
+    for a document format without its sentence splitter installed: before the model loads."""
+    if form is InputFormat.LINES:
+        return
     given = {"--n-best": n_best > 1, "--align": align, "--json": as_json, "--attention": attention}
     for name, used in given.items():
-        if used and form is not InputFormat.LINES:
+        if used:
             raise InputError(f"{name} needs --format lines: --format {form.value} writes translated text")
+    segmenter()
 
 
 def input_chunks(

@@ -110,7 +110,9 @@ def serve(
     or --api-keys file; 3 the port is in use or the server failed; 130 Ctrl-C.
     """
     from mt_cli.config.options import TranslateOptions
+    from mt_cli.documents.sentences import segmenter
 
+    segmenter()  # every text is split into sentences: a missing sentencex stops it now, in one line
     options = TranslateOptions(beam=beam, length_penalty=length_penalty, scores=False)
     keys = _read_keys(api_keys) if api_keys is not None else frozenset()
     listener = _listen(host, port)  # before the model loads, so a port in use fails at once
