@@ -4,6 +4,9 @@ text at all split without losing a character (the input that made sentencex 1.0.
 
 from __future__ import annotations
 
+import re
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,3 +70,11 @@ def test_any_text_gives_ordered_spans_of_letters_without_whitespace_at_their_end
         assert piece == piece.strip() and has_letter(piece)
     covered = "".join(text[start:end] for start, end in spans)
     assert sum(char.isalpha() for char in covered) == sum(char.isalpha() for char in text)
+
+
+def test_without_sentencex_the_error_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mt_cli.errors import InputError
+
+    monkeypatch.setitem(sys.modules, "sentencex", None)  # an import of it fails, as if not installed
+    with pytest.raises(InputError, match=re.escape('pip install -e ".[documents]"')):
+        segmenter()
