@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import quiet
-from marian_models import multi30k
+from marian_models import fine_tune_recipe, multi30k
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.config.recipe import load_config
@@ -80,13 +80,7 @@ def events(run: Path, kind: str) -> list[dict]:
 def test_a_fine_tuned_import_starts_at_its_score_improves_and_exports_equal(
     trained_run: Path, round_tripped: Path, tmp_path: Path
 ) -> None:
-    recipe = tmp_path / "finetune.yaml"
-    recipe.write_text(
-        "data: {source: multi30k, max_len: 40, train_limit: 3000}\n"
-        "train: {max_tokens: 2048, lr: 1.0e-3, warmup_steps: 10, max_steps: 60, validate_every_steps: 30,"
-        " val_bleu: false, test_at_end: false, average_last: 0, log_every_steps: 10}\n",
-        encoding="utf-8",
-    )
+    recipe = fine_tune_recipe(tmp_path / "finetune.yaml", pairs=3000, steps=60, validate_every=30)
     # No model or tokenizer section: a warm start takes its parent's. train.amp as the parent's
     # (auto), so that update 0 scores in the precision the parent's own validation did.
     cfg = load_config(recipe, [f"train.init_from={round_tripped}"], parent_sections)
