@@ -48,24 +48,25 @@ def test_export_then_import_translates_line_identically(
 
 
 def assert_ctranslate2_equals_mt(run: Path, lines: list[str]) -> None:
-    """The run's CTranslate2 export against mt fp32: greedy on every line; beam 5 on the lines
-    where neither engine's best ran to its length limit (there mt scores a forced EOS and
-    CTranslate2 stops, as tests/test_export_ctranslate2.py says)."""
+    """The run's CTranslate2 export against mt fp32, greedy and beam 5, on the lines where neither
+    engine's best ran to its length limit: there mt scores a forced EOS and CTranslate2 stops (as
+    tests/test_export_ctranslate2.py says), and a tiny model's runaway repetitions are near-ties
+    that fp32's summation order can tip."""
     ours = Translator.of(load_trained(run), "cpu", ComputeType.FLOAT32)
     engine = CTranslate2Engine(ctranslate2_model_dir(run, None), compute_type="float32")
-    assert texts(engine, lines, 1) == texts(ours, lines, 1)
-    found = ours.translate(lines, TranslateOptions(beam=5, length_penalty=1.0))
     dec, positions = ours.card.decode, ours.card.model.max_positions
     sources = ours.encode_sources(lines, warn=lambda message: None)
     limits = [output_limit(len(ids), dec.max_len_a, dec.max_len_b, positions) for ids in sources]
-    theirs = engine.translate(lines, TranslateOptions(beam=5, length_penalty=1.0))
-    ended = [
-        i
-        for i, limit in enumerate(limits)
-        if max(len(found[i].best.tokens), len(theirs[i].best.tokens)) < limit - 1
-    ]
-    assert len(ended) >= len(lines) // 2  # a tiny model has its runaways
-    assert [theirs[i].text for i in ended] == [found[i].text for i in ended]
+    for beam in (1, 5):
+        found = ours.translate(lines, TranslateOptions(beam=beam, length_penalty=1.0))
+        theirs = engine.translate(lines, TranslateOptions(beam=beam, length_penalty=1.0))
+        ended = [
+            i
+            for i, limit in enumerate(limits)
+            if max(len(found[i].best.tokens), len(theirs[i].best.tokens)) < limit - 1
+        ]
+        assert len(ended) >= len(lines) // 2  # a tiny model has its runaways
+        assert [theirs[i].text for i in ended] == [found[i].text for i in ended]
 
 
 def test_the_ctranslate2_export_of_an_import_equals_mt_fp32(round_tripped: Path) -> None:
