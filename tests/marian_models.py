@@ -160,7 +160,7 @@ def fine_tune_recipe(path: Path, pairs: int, steps: int, validate_every: int) ->
     ``pairs`` training pairs, ``steps`` updates, validated (loss only) every ``validate_every``."""
     path.write_text(
         f"data: {{source: multi30k, max_len: 40, train_limit: {pairs}}}\n"
-        f"train: {{max_tokens: 2048, lr: 1.0e-3, warmup_steps: 10, max_steps: {steps},"
+        f"train: {{max_tokens: 2048, lr: 3.0e-4, warmup_steps: 10, max_steps: {steps},"
         f" validate_every_steps: {validate_every}, val_bleu: false, test_at_end: false, average_last: 0,"
         " log_every_steps: 10}\n",
         encoding="utf-8",
