@@ -7,6 +7,7 @@ import-linter, the contracts in pyproject.toml):
     api                      the Python API the commands call: load, Model and the result types
     tools                    mt bench, the textbook baseline, plots: beside the core, never imported by it
     train | serve | export   the run around the loop | the LibreTranslate HTTP API | other engines' formats
+    documents                text and HTML as sentences to translate, put back together around them
     pretrained               published checkpoints (Hugging Face Marian) as mt's own model
     decode                   search, the translator (lines in, lines out), sacreBLEU scoring
     trained                  a trained model as every consumer loads it: card, tokenizers, weights
@@ -17,10 +18,12 @@ import-linter, the contracts in pyproject.toml):
     specials | errors | version
                              token ids and pieces | errors a person can fix | mt's version
 
-Two rules beyond the layers: ``model`` never imports ``text``, ``data`` or sentencepiece (it
-sees ids only), and ``data`` never imports ``runtime.distributed`` (whoever runs several
-processes calls data, not the other way round). Inference reads a model's card, never its
-training recipe. Heavy imports (datasets, matplotlib) happen inside the functions that need them.
+Three rules beyond the layers: ``model`` never imports ``text``, ``data`` or sentencepiece (it
+sees ids only), ``data`` never imports ``runtime.distributed`` (whoever runs several
+processes calls data, not the other way round), and ``documents`` never imports ``decode``,
+``model``, ``text`` or torch (it cuts documents into sentences; its callers translate them).
+Inference reads a model's card, never its training recipe. Heavy imports (datasets,
+matplotlib) happen inside the functions that need them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 
 ``load`` opens a run directory (``mt train``'s) or a CTranslate2 export directory, in mt's engine
 or CTranslate2's, alone or as an ensemble of several runs; the ``Model`` it returns takes lists of
-lines and returns the typed results of ``decode.results``, one per line, in order. Whatever goes
+lines and returns the typed results of ``decode.results``, one per line, in order, and translates
+whole documents (plain text split into sentences, HTML) through ``documents``. Whatever goes
 wrong is an ``MtError`` with a one-line message (``InputError`` for what the caller can fix).
 """
 
@@ -20,6 +21,8 @@ from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.decode.engine import Engine, EngineKind
 from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.disk.layout import ExportFiles, run_and_checkpoint
+from mt_cli.documents.document import rebuild_all
+from mt_cli.documents.formats import DocumentFormat, read_documents
 from mt_cli.errors import InputError
 from mt_cli.runtime.precision import ComputeType
 
@@ -159,6 +162,41 @@ class Model:
         for chunk in chunks:
             yield self.engine.translate(_lines(chunk, "lines"), resolved, self.warn, done + 1)
             done += len(chunk)
+
+    def translate_documents(
+        self,
+        documents: Sequence[str],
+        form: DocumentFormat | str = DocumentFormat.TEXT,
+        options: TranslateOptions | None = None,
+        **overrides: Any,
+    ) -> list[str]:
+        """Translate whole documents, each into one text: ``form`` "text" splits every line into
+        sentences and keeps the whitespace and line breaks around them; "html" translates the
+        text of an HTML page or fragment and keeps its markup (docs/api.md says how). Sentences
+        are split by the rules of ``src_lang`` (None: the model's first source language). The
+        sentences of all ``documents`` are translated together, in one call, with ``options`` or
+        its fields as keywords, as for ``translate``; one text comes back for each document, so
+        ``n_best`` stays 1 and there are no alignments."""
+        if isinstance(documents, str):
+            raise InputError("documents must be a list of texts, not one string (use translate_document)")
+        kind = _member(DocumentFormat, form, "format")
+        resolved = self.options(options, **overrides)
+        if resolved.n_best != 1 or resolved.align:
+            raise InputError("a document is translated into one text: n_best and align are for translate")
+        read = read_documents(list(documents), kind, resolved.src_lang or self.src_lang)
+        units = [unit for document in read for unit in document.units]
+        found = self.engine.translate(units, replace(resolved, scores=False), self.warn, 1) if units else []
+        return rebuild_all(read, [translation.text for translation in found])
+
+    def translate_document(
+        self,
+        document: str,
+        form: DocumentFormat | str = DocumentFormat.TEXT,
+        options: TranslateOptions | None = None,
+        **overrides: Any,
+    ) -> str:
+        """``translate_documents`` of one document."""
+        return self.translate_documents([document], form, options, **overrides)[0]
 
     def score(
         self,

@@ -24,7 +24,16 @@ from mt_cli.disk.files import atomic_write_bytes
 from mt_cli.errors import CheckpointError, ConfigError
 
 # What torch.load raises for a file that is damaged or not a weights-only PyTorch file.
-_LOAD_ERRORS = (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, KeyError)
+# IndexError: torch's weights-only unpickler on some random bytes ("pop from empty list").
+_LOAD_ERRORS = (
+    RuntimeError,
+    EOFError,
+    pickle.UnpicklingError,
+    zipfile.BadZipFile,
+    ValueError,
+    KeyError,
+    IndexError,
+)
 # The entries that are dicts of state when present (anything else under those keys is ignored).
 _STATE = ("config", "optimizer", "scaler", "progress", "rng")
 

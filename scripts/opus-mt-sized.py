@@ -56,7 +56,7 @@ def sentencepiece(lines: list[str], path: Path) -> spm.SentencePieceProcessor:
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines),
         model_writer=model,
-        vocab_size=8000,
+        vocab_size=6000,
         model_type="unigram",
         minloglevel=2,
     )

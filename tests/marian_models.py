@@ -153,3 +153,16 @@ def _train(model: Any, tokenizer: Any, de: list[str], en: list[str], steps: int)
 def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
     width = max(len(row) for row in rows)
     return torch.tensor([row + [pad] * (width - len(row)) for row in rows])  # (B, width)
+
+
+def fine_tune_recipe(path: Path, pairs: int, steps: int, validate_every: int) -> Path:
+    """A warm start's recipe with no model or tokenizer section (they are the parent's): Multi30k,
+    ``pairs`` training pairs, ``steps`` updates, validated (loss only) every ``validate_every``."""
+    path.write_text(
+        f"data: {{source: multi30k, max_len: 40, train_limit: {pairs}}}\n"
+        f"train: {{max_tokens: 2048, lr: 3.0e-4, warmup_steps: 10, max_steps: {steps},"
+        f" validate_every_steps: {validate_every}, val_bleu: false, test_at_end: false, average_last: 0,"
+        " log_every_steps: 10}\n",
+        encoding="utf-8",
+    )
+    return path

@@ -108,6 +108,37 @@ def test_bad_calls_are_input_errors(trained_run: Path) -> None:
     assert InputError("x").exit_code == 2
 
 
+def test_documents_are_translated_sentence_by_sentence_and_put_back(trained_run: Path) -> None:
+    import html
+
+    model = mt_cli.load(trained_run, device="cpu", compute_type="float32")
+    sentences = ["Ein Hund läuft.", "Zwei Männer spielen Fußball.", "Eine Frau liest ein Buch."]
+    lines = [translation.text for translation in model.translate(sentences)]  # one batch, as below
+    text = f"{sentences[0]} {sentences[1]}\r\n\n\t{sentences[2]}  "
+    assert model.translate_document(text) == f"{lines[0]} {lines[1]}\r\n\n\t{lines[2]}  "
+    page = f'<p title="T&amp;T">{sentences[0]} <b>{sentences[1]}</b></p>\n<ul><li>{sentences[2]}</li></ul>'
+    assert model.translate_document(page, "html") == (
+        f'<p title="T&amp;T">{html.escape(lines[0], False)} <b>{html.escape(lines[1], False)}</b></p>\n'
+        f"<ul><li>{html.escape(lines[2], False)}</li></ul>"
+    )
+    assert model.translate_documents([sentences[0], "", "42"], "text") == [lines[0], "", "42"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m: m.translate_documents("Ein Hund."), "documents must be a list of texts"),
+        (lambda m: m.translate_document("Ein Hund.", "md"), "format 'md' is not one of text, html"),
+        (lambda m: m.translate_document("Ein Hund.", n_best=2, beam=2), "n_best and align are for translate"),
+        (lambda m: m.translate_document("Ein Hund.", align=True), "n_best and align are for translate"),
+        (lambda m: m.translate_document("Ein Hund.", tgt_lang="fr"), "fr"),
+    ],
+)
+def test_a_document_call_that_cannot_work_is_an_input_error(trained_run: Path, call, message: str) -> None:
+    with pytest.raises(InputError, match=re.escape(message)):
+        call(mt_cli.load(trained_run, device="cpu"))
+
+
 def test_an_export_directory_needs_the_ctranslate2_engine(trained_run: Path) -> None:
     from mt_cli.export.runs import ctranslate2_model_dir
 

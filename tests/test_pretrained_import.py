@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from marian_models import multi30k, save_marian
+from marian_models import fine_tune_recipe, multi30k, save_marian
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.translator import Translator
@@ -227,13 +227,7 @@ def test_init_from_a_marian_directory_starts_where_its_import_does(
     from mt_cli.train.run import train
     from mt_cli.train.warm_start import parent_sections
 
-    recipe = tmp_path / "finetune.yaml"
-    recipe.write_text(
-        "data: {source: multi30k, max_len: 40, train_limit: 1000}\n"
-        "train: {max_tokens: 2048, lr: 1.0e-3, warmup_steps: 5, max_steps: 10, validate_every_steps: 10,"
-        " amp: 'off', val_bleu: false, test_at_end: false, average_last: 0}\n",
-        encoding="utf-8",
-    )
+    recipe = fine_tune_recipe(tmp_path / "finetune.yaml", pairs=1000, steps=10, validate_every=10)
     first_losses = []
     for name, parent in (("direct", marian_dir), ("via-run", imported.checkpoint.parent.parent)):
         cfg = load_config(recipe, [f"train.init_from={parent}"], parent_sections)

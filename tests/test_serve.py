@@ -92,9 +92,9 @@ def test_json_form_multipart_and_list_bodies_give_the_engines_translations(serve
         assert http.post(url, data={"q": SENTENCES, **pair}).json() == {"translatedText": lines}
         assert http.post(url, files=multipart).json() == {"translatedText": alone}
         assert http.post(url, params={"q": one, **pair}).json() == {"translatedText": alone}
-        # A text's lines are translated one by one and keep their breaks (CRLF, a final newline).
+        # A text's lines are translated one by one and keep their breaks (CR LF, a final newline).
         text = http.post(url, json={"q": "\r\n".join(SENTENCES) + "\n", **pair}).json()
-        assert text == {"translatedText": "\n".join(lines) + "\n"}
+        assert text == {"translatedText": "\r\n".join(lines) + "\n"}
         auto = http.post(url, json={"q": [one, one], "source": "auto", "target": "en"}).json()
         detected = Detector(["de", "en"]).rank(one)[0].answer()
         assert detected["language"] == "de"
@@ -102,6 +102,26 @@ def test_json_form_multipart_and_list_bodies_give_the_engines_translations(serve
         form_auto = http.post(url, data={"q": one, "source": "auto", "target": "en"}).json()
         assert form_auto == {"translatedText": alone, "detectedLanguage": detected}
         assert http.post(url, json={"q": ["", one], **pair}).json() == {"translatedText": ["", alone]}
+
+
+def test_paragraphs_and_html_are_translated_sentence_by_sentence(server, trained_run, translator) -> None:
+    import mt_cli
+
+    model = mt_cli.load(trained_run, device="cpu")
+    url, pair = f"{server.url}/translate", {"source": "de", "target": "en"}
+    paragraph = f"{SENTENCES[0]}  {SENTENCES[1]}\n\n {SENTENCES[2]}"
+    page = (
+        f'<p class="x">{SENTENCES[0].replace("Mann", "<b>Mann</b>")} <i>{SENTENCES[1]}</i></p>'
+        f"<pre>{SENTENCES[2]}</pre><!-- {SENTENCES[2]} -->"
+    )
+    with httpx.Client(timeout=60) as http:
+        text = http.post(url, json={"q": paragraph, **pair}).json()
+        html = http.post(url, json={"q": [page, SENTENCES[2]], **pair, "format": "html"}).json()
+    lines = translator.translate_lines(SENTENCES)  # the paragraph's sentences, in one batch as the server's
+    assert text == {"translatedText": f"{lines[0]}  {lines[1]}\n\n {lines[2]}"}
+    assert text["translatedText"] == model.translate_document(paragraph)
+    assert html == {"translatedText": model.translate_documents([page, SENTENCES[2]], "html")}
+    assert html["translatedText"][0].endswith(f"</i></p><pre>{SENTENCES[2]}</pre><!-- {SENTENCES[2]} -->")
 
 
 def test_the_page_settings_and_health_endpoints(server) -> None:
@@ -141,7 +161,6 @@ def _bad_requests() -> list[tuple[str, int, str, dict]]:
         ("q a list of numbers", 400, "/translate", {"json": {"q": [1, 2], **pair}}),
         ("unknown source", 400, "/translate", {"json": {"q": "Hund", "source": "fr", "target": "en"}}),
         ("unknown target", 400, "/translate", {"data": {"q": "Hund", "source": "de", "target": "de"}}),
-        ("html", 400, "/translate", {"json": {"q": "<b>Hund</b>", **pair, "format": "html"}}),
         ("a made-up format", 400, "/translate", {"json": {"q": "Hund", **pair, "format": "md"}}),
         ("q over --max-chars", 400, "/translate", {"json": {"q": "a" * (MAX_CHARS + 1), **pair}}),
         ("a list over it", 400, "/translate", {"json": {"q": ["a" * 300, "b" * 101], **pair}}),
@@ -226,7 +245,7 @@ def test_a_burst_over_the_queue_gets_429_and_the_rest_is_served(
             f"{keyed_server.url}/translate",
             json={"q": "a\nb\nc", "source": "de", "target": "en", "api_key": KEYS[0]},
         )
-        assert three.status_code == 400 and "lines" in three.json()["error"]
+        assert three.status_code == 400 and "3 sentences" in three.json()["error"]
 
 
 def test_sigterm_answers_every_accepted_request_then_exits_0(trained_run, translator, same_length) -> None:

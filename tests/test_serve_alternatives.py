@@ -78,19 +78,20 @@ def test_alternatives_are_answered_as_libretranslate_answers_them() -> None:
     assert one == {"translatedText": "HUND", "alternatives": ["HUND 1", "HUND 2", "HUND 3"]}
     # A list q: a list per text; alike hypotheses and an empty text's are left out, as LibreTranslate does.
     assert listed == {"translatedText": ["A", "SAME", ""], "alternatives": [["A 1", "A 2"], [], []]}
-    # A text's k-th alternative joins its lines' k-th hypotheses; an empty line stays empty.
+    # A text's k-th alternative puts its sentences' k-th hypotheses back in their places; an empty
+    # line stays empty, a CR LF stays one.
     assert text.json() == {
-        "translatedText": "EIN HUND\n\nUND EINE KATZE\n",
+        "translatedText": "EIN HUND\n\nUND EINE KATZE\r\n",
         "detectedLanguage": Detector(["de", "en"]).rank("ein hund\n\nund eine katze\r\n")[0].answer(),
-        "alternatives": ["EIN HUND 1\n\nUND EINE KATZE 1\n", "EIN HUND 2\n\nUND EINE KATZE 2\n"],
+        "alternatives": ["EIN HUND 1\n\nUND EINE KATZE 1\r\n", "EIN HUND 2\n\nUND EINE KATZE 2\r\n"],
     }
     assert text.json()["detectedLanguage"]["language"] == "de"
     assert plain == [{"translatedText": "HUND"}] * 2  # no alternatives asked: no key, as before
     # N alternatives: n-best N + 1 in a beam of max(the card's 2, N + 1); none: translate_lines.
     assert engine.calls == [
         ("n-best", ["hund"], 4, 4),
-        ("n-best", ["a", "same", ""], 3, 3),
-        ("n-best", ["ein hund", "", "und eine katze", ""], 3, 3),
+        ("n-best", ["a", "same"], 3, 3),  # an empty text has no sentence to decode
+        ("n-best", ["ein hund", "und eine katze"], 3, 3),
         ("lines", ["hund"], None, 1),
         ("lines", ["hund"], None, 1),
     ]

@@ -1,5 +1,6 @@
 """`mt serve`'s page in a real browser: headless Chromium, driven by selenium, types German and
-reads the English the page fetched from POST /translate, and its three alternatives under it; with
+reads the English the page fetched from POST /translate, and its three alternatives under it,
+then chooses HTML and reads the translated page as text, markup kept; with
 a many-to-English model it chooses French from the page's list of directions, translates it, and
 finds French still chosen after a reload.
 Needs chromium and chromium-driver (Debian packages); without them the test is skipped and says so."""
@@ -54,7 +55,7 @@ def page_server(trained_run: Path) -> Iterator[ServeProcess]:
 def test_the_page_translates_what_a_person_types(page_server, browser, trained_run) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     from mt_cli.config.options import TranslateOptions
     from mt_cli.decode.translator import Translator
@@ -86,6 +87,19 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
     wait.until(lambda driver: page_state(driver) == "error")
     assert "5000" in browser.find_element(By.ID, "error").text
     assert not browser.find_element(By.ID, "alternatives-box").is_displayed()  # none for a failure
+
+    # HTML from the format list: the page's text translated, its markup kept, the answer shown as
+    # its source (never rendered: the script in it does not run).
+    page = '<p class="x">Ein <b>kleines</b> Mädchen klettert. Es lacht.</p><script>alert("x")</script>'
+    request = {"q": page, "source": "de", "target": "en", "format": "html", "alternatives": 3}
+    expected = httpx.post(f"{page_server.url}/translate", json=request, timeout=60).json()["translatedText"]
+    assert expected.startswith('<p class="x">') and expected.endswith('</p><script>alert("x")</script>')
+    Select(browser.find_element(By.ID, "format")).select_by_value("html")
+    browser.execute_script("arguments[0].value = arguments[1]", box, page)
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda driver: page_state(driver) == "done")
+    assert browser.find_element(By.ID, "translation").text == expected
+    assert browser.find_elements(By.CSS_SELECTOR, "#translation *") == []  # text, no elements
 
 
 def test_the_page_of_a_many_to_english_model_chooses_the_source(

@@ -127,7 +127,7 @@ def test_a_request_over_its_share_of_the_queue_is_refused(hostile) -> None:
     assert over.status_code == 400
     lines = REQUEST_LINES + 1
     assert over.json() == {
-        "error": f"invalid request: q has {lines} lines, over this server's {REQUEST_LINES} per request"
+        "error": f"invalid request: q has {lines} sentences, over this server's {REQUEST_LINES} per request"
     }
 
 

@@ -87,7 +87,9 @@ def score(
 
     try:
         for scores in model.score_stream(chunks, per_token, tgt_lang):
-            _write(sink, score_lines(scores, per_token, as_json), output_file)
+            _write(
+                sink, "".join(f"{line}\n" for line in score_lines(scores, per_token, as_json)), output_file
+            )
         if output is not None:
             output.commit()
     finally:

@@ -47,7 +47,7 @@ MaxQueueOption = option(
 MaxRequestLinesOption = option(
     int | None,
     min=1,
-    help="Lines one request may send (400 past it), so one request cannot hold the whole queue "
+    help="Lines (sentences) one request may send (400 past it), so one request cannot hold the whole queue "
     "(default: half of --max-queue).",
 )
 TimeoutReadOption = option(
@@ -117,7 +117,9 @@ def serve(
     --api-keys file or --suggestions database; 3 the port is in use or the server failed; 130 Ctrl-C.
     """
     from mt_cli.config.options import TranslateOptions
+    from mt_cli.documents.sentences import segmenter
 
+    segmenter()  # every text is split into sentences: a missing sentencex stops it now, in one line
     options = TranslateOptions(beam=beam, length_penalty=length_penalty, scores=False)
     keys = _read_keys(api_keys) if api_keys is not None else frozenset()
     if suggestions is not None:  # checked (and made) now, not after the model has loaded

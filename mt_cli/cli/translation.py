@@ -34,6 +34,13 @@ from mt_cli.cli.decoding import (
     TopPOption,
     TranslateJsonOption,
 )
+from mt_cli.cli.documents import (
+    FormatOption,
+    InputFormat,
+    check_document_options,
+    input_chunks,
+    translated_documents,
+)
 from mt_cli.cli.engines import (
     ComputeType,
     ComputeTypeOption,
@@ -49,6 +56,7 @@ from mt_cli.disk.reading import check_input_file
 from mt_cli.errors import InputError, RunFailure
 
 if TYPE_CHECKING:
+    from mt_cli.api import Model
     from mt_cli.decode.engine import Engine
     from mt_cli.decode.results import Translation
 
@@ -110,18 +118,21 @@ def translate(
     as_json: TranslateJsonOption = False,
     tgt_lang: TgtLangOption = None,
     src_lang: SrcLangOption = None,
+    form: FormatOption = InputFormat.LINES,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
     The run, every path and option are checked before input is read; at a terminal each line is
     answered at once. --n-best prints Moses rows (i ||| text ||| score), --align appends Pharaoh
-    word alignments (||| 0-0 1-2 ...), --json one object per line.
+    word alignments (||| 0-0 1-2 ...), --json one object per line. --format text splits each
+    line into sentences; --format html translates one HTML page or fragment, keeping its markup.
     """
     from tqdm import tqdm
 
-    from mt_cli.cli.decoding import sampling_from, translation_lines
+    from mt_cli.cli.decoding import sampling_from
 
     _check_paths(text, input_file, output_file, attention)
+    check_document_options(form, n_best, align, as_json, attention is not None)
     options = TranslateOptions(
         beam=beam,
         n_best=n_best,
@@ -146,24 +157,45 @@ def translate(
     model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
     options = model.options(options)  # checked before a line of input is read: one line, nothing written
 
-    chunks, total = _input_chunks(text, input_file, buffer_size)
+    html = form is InputFormat.HTML  # read whole, not in chunks of lines
+    chunks, total = input_chunks(text, input_file, buffer_size) if not html else (iter([]), 1)
+    if form.document is not None:
+        written = translated_documents(model, options, form.document, chunks, text, input_file)
+    else:
+        written = _translated_lines(model, options, chunks, as_json, attention)
     output = AtomicTextOutput(output_file) if output_file is not None else None
     sink = output or sys.stdout
     quiet = True if output is None and sys.stdout.isatty() else None  # None: tqdm shows a bar on a terminal
     try:
         with tqdm(total=total, desc="translating", unit="line", leave=False, disable=quiet) as bar:
-            done = 0
-            for translations in model.translate_stream(chunks, options):
-                _write(sink, translation_lines(translations, done, n_best > 1, align, as_json), output_file)
-                if attention is not None and done == 0:
-                    _plot_attention(model.engine, translations[0], attention, tgt_lang)
-                done += len(translations)
-                bar.update(len(translations))
+            for piece, lines in written:
+                _write(sink, piece, output_file)
+                bar.update(lines)
         if output is not None:
             output.commit()
     finally:
         if output is not None:
             output.discard()
+
+
+def _translated_lines(
+    model: Model,
+    options: TranslateOptions,
+    chunks: Iterator[list[str]],
+    as_json: bool,
+    attention: Path | None,
+) -> Iterator[tuple[str, int]]:
+    """(the output lines of a chunk, its number of lines) as each chunk is translated, and the
+    attention heatmap of the first line once it is."""
+    from mt_cli.cli.decoding import translation_lines
+
+    done = 0
+    for translations in model.translate_stream(chunks, options):
+        lines = translation_lines(translations, done, options.n_best > 1, options.align, as_json)
+        yield "".join(line + "\n" for line in lines), len(translations)
+        if attention is not None and done == 0:
+            _plot_attention(model.engine, translations[0], attention, options.tgt_lang)
+        done += len(translations)
 
 
 def _check_paths(
@@ -182,9 +214,8 @@ def _check_paths(
         check_output_path(output_file, "--output")
 
 
-def _write(sink: TextIO | AtomicTextOutput, lines: list[str], output_file: Path | None) -> None:
-    """``lines`` to the output file or stdout; every byte taken before the next batch is decoded."""
-    text = "".join(line + "\n" for line in lines)
+def _write(sink: TextIO | AtomicTextOutput, text: str, output_file: Path | None) -> None:
+    """``text`` to the output file or stdout; every byte taken before the next batch is decoded."""
     try:
         if isinstance(sink, AtomicTextOutput):
             sink.write(text)
@@ -195,21 +226,6 @@ def _write(sink: TextIO | AtomicTextOutput, lines: list[str], output_file: Path 
         raise
     except OSError as err:
         raise RunFailure(f"cannot write {output_file or 'stdout'}: {err.strerror or err}") from None
-
-
-def _input_chunks(
-    text: str | None, input_file: Path | None, buffer_size: int
-) -> tuple[Iterator[list[str]], int | None]:
-    """(chunks of input lines, the number of lines if known) from the argument, a file or stdin."""
-    from mt_cli.disk.reading import batched, count_lines, stream_file_lines, stream_lines, text_lines
-
-    if text is not None:
-        return iter([text_lines(text) or [""]]), None
-    if input_file is not None:
-        return batched(stream_file_lines(input_file), buffer_size), count_lines(input_file)
-    stdin = standard_stream("stdin")
-    size = 1 if stdin.isatty() else buffer_size
-    return batched(stream_lines(stdin.buffer, "standard input"), size), None
 
 
 def _plot_attention(engine: Engine, translation: Translation, path: Path, tgt_lang: str | None) -> None:

@@ -34,6 +34,7 @@ from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import CheckpointError, InputError
 from mt_cli.runtime.precision import ComputeType
+from mt_cli.specials import NEVER_OUTPUT
 from mt_cli.text.tokenizer import card_tokenizers
 
 NO_ALIGNMENT = (
@@ -143,6 +144,8 @@ class CTranslate2Engine(CardEngine):
                     max_decoding_length=limit - 1,  # CTranslate2 counts words, mt words and EOS
                     max_batch_size=self.card.decode.max_tokens // options.beam_size,
                     batch_type="tokens",
+                    # As mt's search (specials.NEVER_OUTPUT): pad and <s> are never a next token.
+                    suppress_sequences=[[piece] for piece in self.tgt_tok.to_pieces(NEVER_OUTPUT)],
                     asynchronous=True,
                 ),
             )

@@ -74,7 +74,6 @@ class RunDir:
     synthetic = _InRun("synthetic")  # pairs this run's model translated for backtranslation corpora
     exports = _InRun("exports")  # what `mt export` and `--engine ctranslate2` make of the run's checkpoints
     tensorboard = _InRun("tensorboard")
-    parent = _InRun("parent")  # the model `train.init_from: hf:...` (or a Marian directory) imported
     curves = _InRun("curves.png")  # written by `mt plot`
     lock = _InRun(".lock")  # held by the one process that writes into the run
 

@@ -36,6 +36,7 @@ def is_import_source(spec: str) -> bool:
 
 def locate(spec: str) -> Located:
     """The local files of ``spec``: a hub id fetched (or found in the cache), or a directory."""
+    _check_extra()
     if spec.startswith(HUB_PREFIX):
         return _fetch(spec)
     directory = Path(spec)
@@ -44,6 +45,17 @@ def locate(spec: str) -> Located:
     if not directory.is_dir():
         raise InputError(f"{directory} is a file; give the directory transformers saved the model in")
     return Located(directory, spec, None)
+
+
+def _check_extra() -> None:
+    """A missing extra is one line before any work, not an ImportError halfway."""
+    try:
+        import huggingface_hub  # noqa: F401
+        import safetensors  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            'importing a published model needs the pretrained extra: pip install -e ".[pretrained]"'
+        ) from None
 
 
 def _fetch(spec: str) -> Located:

@@ -7,9 +7,9 @@ so its best translation may differ from that of a request without alternatives w
 wider than the beam. LibreTranslate's Argos engine decodes with ``max(N + 1, 4)``; mt keeps the
 server's beam where it is wide enough.
 
-A text of several lines has each line translated on its own (``request.split_lines``); its k-th
-alternative joins each line's k-th hypothesis with "\\n" (a line with fewer hypotheses, such as
-an empty line, gives its best), as Argos Translate joins its paragraphs' hypotheses. As
+A text of several sentences has each sentence translated on its own (``request``); its k-th
+alternative is the text put back together from each sentence's k-th hypothesis (a sentence with
+fewer hypotheses gives its best), as Argos Translate joins its sentences' hypotheses. As
 LibreTranslate does, an alternative equal to the best translation, to an earlier alternative or
 empty is left out, so a text may get fewer than N.
 """
@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
+from mt_cli.documents.document import Document
 
 Hypotheses = tuple[str, ...]  # a line's translations, best first: one without alternatives
 
@@ -50,14 +51,14 @@ def decoder(engine: Engine) -> Callable[[list[str], TranslateOptions], list[Hypo
     return decode
 
 
-def join(lines: Sequence[Hypotheses], count: int) -> list[str]:
-    """Up to ``count`` alternatives of the text whose lines have these hypotheses (see the module
-    docstring): the k-th joins each line's k-th, or its best where it has fewer."""
-    best = "\n".join(hyps[0] for hyps in lines)
+def join(document: Document, sentences: Sequence[Hypotheses], count: int) -> list[str]:
+    """Up to ``count`` alternatives of ``document`` whose sentences have these hypotheses (see
+    the module docstring): the k-th from each sentence's k-th, or its best where it has fewer."""
+    best = document.rebuild([hyps[0] for hyps in sentences])
     seen = {best, ""}  # LibreTranslate's filter_unique: nothing equal to the best, nothing empty
     found = []
     for k in range(1, count + 1):
-        text = "\n".join(hyps[k] if k < len(hyps) else hyps[0] for hyps in lines)
+        text = document.rebuild([hyps[k] if k < len(hyps) else hyps[0] for hyps in sentences])
         if text not in seen:
             seen.add(text)
             found.append(text)

@@ -175,6 +175,8 @@ def _add_api_routes(
             options = engine.resolve(job.options(settings.options, engine.beam_size))
         except InputError as err:
             raise parse.ApiError(400, f"invalid request: {err}") from None
+        if not job.lines():  # nothing to translate (no letter in any text): answered as it came
+            return job.answer([], [guess.answer() for guess in detected])
         try:
             work = batcher.translate(job.lines(), options)
             outputs = await body.unless_client_leaves(request.receive, work)

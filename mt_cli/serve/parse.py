@@ -9,15 +9,16 @@ which a JSON escape can make) in any field; 403 for a key (``body.py`` reads the
 413, 408 and 503). A message repeats a client's value only through ``show``. The choices
 LibreTranslate leaves open:
 
-* ``format`` is ``text`` (the default); ``html`` is refused with 400 rather than decoded as
-  text, because this model would translate the markup as words and break it.
+* ``format`` is ``text`` (the default) or ``html`` (the ``documents`` wing reads both): a text's
+  lines are split into sentences, an HTML text's text into sentences across its inline tags, its
+  markup kept; the sentences of all of a request's texts are decoded together and put back in
+  their places, with the whitespace, line breaks (CR LF too) and markup around them as they were
+  (``request``). Sentences are split by the source language's rules (auto: the model's first).
 * ``source`` and ``target`` choose one of the directions the model knows (``GET /languages``
-  lists them); a multilingual model gets the target's tag before each line. ``source: "auto"``
-  takes any target the model writes; ``detect.py`` then finds each text's language (a 400 if the
-  model cannot translate it into the target) and the answer carries LibreTranslate's
+  lists them); a multilingual model gets the target's tag before each sentence. ``source:
+  "auto"`` takes any target the model writes; ``detect.py`` then finds each text's language (a
+  400 if the model cannot translate it into the target) and the answer carries LibreTranslate's
   ``detectedLanguage`` (``{"confidence", "language"}``, a list for a list ``q``).
-* Each ``q`` is split into lines (on "\\n", as ``mt translate`` reads a file) and each line is
-  translated on its own, then joined again, so a text keeps its line breaks (``request``).
 * ``alternatives`` (N, a JSON number or a string of digits, as a form sends it; missing, null or
   "" is 0) asks for N more translations of each text, which the answer lists as LibreTranslate
   does (``alternatives.py`` says how they are made); more than the server's limit is a 400, as in
@@ -36,6 +37,7 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
 from mt_cli.config.card import describe_directions
+from mt_cli.documents.formats import DocumentFormat
 from mt_cli.serve.request import TranslateRequest
 
 _INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
@@ -211,16 +213,23 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
             f"{show(source)} -> {show(target)} is not available; this server translates {pair.describe()}",
         )
     text_format = _text_field(fields, "format", default="text")
-    if text_format == "html":
-        raise ApiError(400, "html format is not supported: this server translates plain text (format=text)")
-    if text_format != "text":
-        raise ApiError(400, f"{show(text_format)} format is not supported; send format=text")
+    if text_format not in (form.value for form in DocumentFormat):
+        raise ApiError(400, f"{show(text_format)} format is not supported; send format=text or format=html")
     alternatives = _alternatives(fields, pair.max_alternatives)
-    request = TranslateRequest(texts, batch, auto=source == "auto", alternatives=alternatives, target=target)
-    lines = len(request.lines())
-    if lines > pair.max_lines:
+    request = TranslateRequest(
+        texts,
+        batch,
+        auto=source == "auto",
+        alternatives=alternatives,
+        target=target,
+        form=DocumentFormat(text_format),
+        language=pair.source if source == "auto" else source,
+    )
+    sentences = len(request.lines())
+    if sentences > pair.max_lines:
         raise ApiError(
-            400, f"invalid request: q has {lines} lines, over this server's {pair.max_lines} per request"
+            400,
+            f"invalid request: q has {sentences} sentences, over this server's {pair.max_lines} per request",
         )
     return request
 

@@ -1,13 +1,18 @@
-"""What a /translate request asks for, once ``parse`` has read and checked it: its lines, the
-``TranslateOptions`` they decode with, and LibreTranslate's answer from their hypotheses."""
+"""What a /translate request asks for, once ``parse`` has read and checked it: its sentences
+(each text read as a document of its format by the ``documents`` wing), the ``TranslateOptions``
+they decode with, and LibreTranslate's answer from their hypotheses, each text put back
+together around its translated sentences."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from mt_cli.config.options import TranslateOptions
+from mt_cli.documents.document import Document
+from mt_cli.documents.formats import DocumentFormat, read_documents
 from mt_cli.serve.alternatives import Hypotheses, decode_options, join
 
 
@@ -16,17 +21,24 @@ class TranslateRequest:
     texts: list[str]  # q, always as a list
     batch: bool  # q was a list, so translatedText is one
     auto: bool  # source was "auto", so the answer says which language was detected
+    language: str  # the source language, whose rules split the sentences
     alternatives: int = 0  # more translations asked for each text
     target: str | None = None  # the language to write (None: the engine's default)
+    form: DocumentFormat = DocumentFormat.TEXT  # what each text is
 
     def options(self, server: TranslateOptions, default_beam: int) -> TranslateOptions:
         """What this request decodes with: the ``server``'s options (``mt serve``'s), writing its
         target, with its alternatives (``decode_options``; ``default_beam``: the model's)."""
         return decode_options(self.alternatives, replace(server, tgt_lang=self.target), default_beam)
 
+    @cached_property
+    def documents(self) -> list[Document]:
+        """Each text as a document: its sentences, and the rest kept as written."""
+        return read_documents(self.texts, self.form, self.language)
+
     def lines(self) -> list[str]:
-        """Every line of every text, in order: what the engine decodes."""
-        return [line for text in self.texts for line in split_lines(text)]
+        """Every sentence of every text, in order: what the engine decodes."""
+        return [unit for document in self.documents for unit in document.units]
 
     def answer(
         self, outputs: Sequence[Hypotheses], detected: Sequence[dict[str, Any]] = ()
@@ -34,21 +46,14 @@ class TranslateRequest:
         """LibreTranslate's answer from the hypotheses (best first) of ``lines()``, in order, and
         for ``source: "auto"`` the language ``detected`` in each text (``{"confidence", "language"}``)."""
         translated, alternatives, start = [], [], 0
-        for text in self.texts:
-            count = len(split_lines(text))
-            lines = outputs[start : start + count]
-            translated.append("\n".join(hyps[0] for hyps in lines))
-            alternatives.append(join(lines, self.alternatives))
-            start += count
+        for document in self.documents:
+            sentences = outputs[start : start + len(document.units)]
+            translated.append(document.rebuild([hyps[0] for hyps in sentences]))
+            alternatives.append(join(document, sentences, self.alternatives))
+            start += len(document.units)
         body: dict[str, Any] = {"translatedText": translated if self.batch else translated[0]}
         if self.auto:
             body["detectedLanguage"] = list(detected) if self.batch else detected[0]
         if self.alternatives > 0:  # LibreTranslate has the key only when alternatives were asked for
             body["alternatives"] = alternatives if self.batch else alternatives[0]
         return body
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines split on "\\n" alone, a CR before it dropped; a final newline keeps an empty last line,
-    so that joining the translations with "\\n" gives back the same line structure."""
-    return [line.removesuffix("\r") for line in text.split("\n")]

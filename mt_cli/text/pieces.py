@@ -42,19 +42,12 @@ class Tokenizer:
     @classmethod
     def load(cls, path: str | Path, lang: str) -> Tokenizer:
         path = Path(path)
-        if not path.is_file():
-            raise CheckpointError(
-                f"tokenizer model {path} is missing; run `mt prepare` or `mt train` to create it"
-            )
-        processor = spm.SentencePieceProcessor()
-        try:
-            processor.Load(model_file=str(path))
-        except (RuntimeError, OSError) as err:
-            raise CheckpointError(
-                f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); restore it from a copy "
-                "of the run (its checkpoints were trained with it), or, in a run without checkpoints, "
-                "delete it and rerun `mt prepare`"
-            ) from None
+        processor = load_processor(
+            path,
+            missing="run `mt prepare` or `mt train` to create it",
+            corrupt="restore it from a copy of the run (its checkpoints were trained with it), or, in a "
+            "run without checkpoints, delete it and rerun `mt prepare`",
+        )
         ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
         if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
             raise CheckpointError(
@@ -146,6 +139,21 @@ class Tokenizer:
     def pieces(self, text: str) -> list[str]:
         """Surface pieces of ``text`` (labels for attention plots)."""
         return self.sp.encode(text, out_type=str)
+
+
+def load_processor(path: Path, missing: str, corrupt: str) -> spm.SentencePieceProcessor:
+    """The SentencePiece model at ``path``; a CheckpointError ending with what to do when it is
+    ``missing`` or ``corrupt``."""
+    if not path.is_file():
+        raise CheckpointError(f"tokenizer model {path} is missing; {missing}")
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.Load(model_file=str(path))
+    except (RuntimeError, OSError) as err:
+        raise CheckpointError(
+            f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); {corrupt}"
+        ) from None
+    return processor
 
 
 def sampling_options(dropout: float) -> dict[str, Any]:

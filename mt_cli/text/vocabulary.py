@@ -21,7 +21,7 @@ import sentencepiece as spm
 
 from mt_cli.errors import CheckpointError
 from mt_cli.specials import FIRST_WORD_ID, SPECIAL_PIECES, TAG_PATTERN, UNK_ID
-from mt_cli.text.pieces import Tokenizer, sampling_options, text_ids
+from mt_cli.text.pieces import Tokenizer, load_processor, sampling_options, text_ids
 
 
 class VocabularyTokenizer(Tokenizer):
@@ -45,7 +45,8 @@ class VocabularyTokenizer(Tokenizer):
     def load_numbered(cls, path: str | Path, vocabulary: str | Path, lang: str) -> VocabularyTokenizer:
         """The SentencePiece model ``path`` numbered by the vocabulary file ``vocabulary``; a
         CheckpointError (one line) for either missing, unreadable or malformed."""
-        processor = load_processor(Path(path))
+        again = "import the model again (`mt import`)"
+        processor = load_processor(Path(path), missing=again, corrupt=again)
         return cls(processor, lang, read_vocabulary(Path(vocabulary)))
 
     @property
@@ -80,20 +81,6 @@ class VocabularyTokenizer(Tokenizer):
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
         # SentencePiece joins the pieces; one it does not know (UNK's "<unk>" included) shows as " ⁇ ".
         return [self.sp.decode(self.to_pieces(text_ids(seq))) for seq in ids]
-
-
-def load_processor(path: Path) -> spm.SentencePieceProcessor:
-    """The SentencePiece model at ``path``, whatever its special ids (a vocabulary numbers it)."""
-    if not path.is_file():
-        raise CheckpointError(f"tokenizer model {path} is missing; import the model again (`mt import`)")
-    processor = spm.SentencePieceProcessor()
-    try:
-        processor.Load(model_file=str(path))
-    except (RuntimeError, OSError) as err:
-        raise CheckpointError(
-            f"tokenizer model {path} is corrupt ({str(err).splitlines()[0]}); import the model again"
-        ) from None
-    return processor
 
 
 def read_vocabulary(path: Path) -> list[str]:

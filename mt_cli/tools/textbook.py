@@ -42,7 +42,7 @@ from torch import Tensor, nn
 
 from mt_cli.config.sections import ModelConfig
 from mt_cli.model.transformer import Transformer
-from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
+from mt_cli.specials import BOS_ID, EOS_ID, NEVER_OUTPUT, PAD_ID
 
 
 class TextbookTransformer(nn.Module):
@@ -202,8 +202,9 @@ def naive_greedy_batch(model: TextbookTransformer, src: Tensor, limits: Tensor) 
     done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     for t in range(int(limits.max())):
         logits = model.output(model.decode(ys, memory, src_pad)[:, -1]).float()  # (B, V)
-        token = logits.log_softmax(-1).argmax(-1)
-        token = torch.where(done | (limits <= t + 1), EOS_ID, token)
+        log_probs = logits.log_softmax(-1)  # (B, V)
+        log_probs[:, NEVER_OUTPUT] = float("-inf")  # as in our search: pad and <s> are never output
+        token = torch.where(done | (limits <= t + 1), EOS_ID, log_probs.argmax(-1))
         ys = torch.cat([ys, token[:, None]], dim=1)
         done |= token == EOS_ID
         if bool(done.all()):

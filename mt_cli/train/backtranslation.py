@@ -195,6 +195,7 @@ def _translate(teacher: _Teacher, log: Callable[[str], None]) -> None:
                 partial.save(chunk)
                 done = chunk.end
                 bar.update(len(lines))
+                bar.refresh()  # a chunk is minutes of work: show it, whatever tqdm's mininterval
                 if bar.disable:  # no bar in a log file: a line per chunk instead
                     elapsed = time.perf_counter() - start
                     log(f"{label}: {done:,} of {total:,} lines translated ({elapsed:.0f} s)")

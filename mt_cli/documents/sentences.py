@@ -1,0 +1,66 @@
+"""Sentence boundaries in running text, from sentencex (the ``documents`` extra).
+
+sentencex (Wikimedia's sentence segmenter) was chosen because it is maintained, has rules for
+German, English, French and Czech (and some 300 languages more, falling back along a chain of
+related languages), carries its abbreviation lists inside the package (nothing is downloaded,
+ever), and keeps every character: its sentences joined give back the text, so the whitespace
+between sentences is kept exactly. pysbd has no Czech and has not been released since 2021;
+NLTK's Punkt needs its models downloaded; Moses' splitter (sentence-splitter) rewrites
+whitespace. docs/results.md has its boundary accuracy on Multi30k's test2016 paragraphs.
+
+A sentence here is a span of the text without the whitespace around it; a span with no letter in
+it (a number, a dash, an emoji) is not a sentence to translate and is kept as written. sentencex
+sees every whitespace character as a plain space: a line break inside a text is no boundary (the
+formats split lines themselves), and sentencex 1.0.32 panics on a space of several UTF-8 bytes
+before a period (``"X\\u00a0."``). One character for one keeps every offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mt_cli.errors import InputError
+
+Span = tuple[int, int]  # [start, end) of a sentence in its text, no whitespace at either end
+Segmenter = Callable[[str, str], list[str]]  # (language, text) -> pieces that join back to the text
+
+
+def segmenter() -> Segmenter:
+    """sentencex's ``segment`` as a list, or an InputError saying which extra to install."""
+    try:
+        import sentencex
+    except ImportError:
+        raise InputError(
+            'splitting text into sentences needs the sentencex package: pip install -e ".[documents]"'
+        ) from None
+
+    def segment(language: str, text: str) -> list[str]:
+        return list(sentencex.segment(language, _plain_spaces(text)))
+
+    return segment
+
+
+def _plain_spaces(text: str) -> str:
+    return "".join(" " if char.isspace() else char for char in text)
+
+
+def has_letter(text: str) -> bool:
+    """Whether ``text`` holds something to translate: a letter of any script."""
+    return any(char.isalpha() for char in text)
+
+
+def sentence_spans(text: str, language: str, segment: Segmenter) -> list[Span]:
+    """The sentences of ``text`` in ``language`` (an ISO 639-1 code, the model's source), in order:
+    each sentencex piece without its surrounding whitespace, pieces without a letter left out."""
+    spans: list[Span] = []
+    start = 0
+    for piece in segment(language, text):
+        end = start + len(piece)
+        inner = text[start:end].strip()
+        if inner and has_letter(inner):
+            first = start + len(piece) - len(piece.lstrip())
+            spans.append((first, first + len(inner)))
+        start = end
+    if start != len(text):  # sentencex's promise, which the spans rely on: its pieces join back to the text
+        raise RuntimeError(f"sentencex's pieces of a text of {len(text)} characters have {start}")
+    return spans

@@ -1,0 +1,95 @@
+"""`mt translate --format`: text splits each line into sentences and keeps its whitespace, html
+translates a page's text and keeps every tag, both the same as the Python API's documents; the
+per-line options are refused with them, and bad input is one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mt_cli
+
+TEXT = "Ein Mann fährt Fahrrad.  Zwei Hunde spielen im Schnee!\n\n   Eine Frau liest.\n42\n"
+PAGE = (
+    '<!DOCTYPE html>\n<p class="a&amp;b">Ein <b>Mann</b> fährt Fahrrad. Zwei Hunde spielen.</p>\n'
+    "<pre>Eine Frau liest.</pre><!-- Ein Kommentar. -->\n"
+)
+
+
+def mt(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mt_cli", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+
+
+@pytest.fixture(scope="module")
+def model(trained_run: Path) -> mt_cli.Model:
+    return mt_cli.load(trained_run, device="cpu")  # mt translate's engine, device and precision
+
+
+def test_text_is_translated_sentence_by_sentence_as_the_api_does(trained_run, model, tmp_path) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text(TEXT, encoding="utf-8")
+    result = mt(
+        "translate",
+        "--run",
+        str(trained_run),
+        "--device",
+        "cpu",
+        "-f",
+        "text",
+        "-i",
+        str(source),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    expected = model.translate_document(TEXT.removesuffix("\n")) + "\n"
+    assert result.stdout.decode() == expected
+    assert expected.endswith("\n42\n") and expected.count("\n") == TEXT.count("\n")
+    assert "  " in expected.splitlines()[0] and expected.splitlines()[2].startswith("   ")
+
+
+def test_html_from_stdin_and_a_file_keeps_its_markup(trained_run, model, tmp_path) -> None:
+    expected = model.translate_document(PAGE, "html")
+    assert expected.startswith('<!DOCTYPE html>\n<p class="a&amp;b">') and "<b>" in expected
+    assert expected.endswith("</p>\n<pre>Eine Frau liest.</pre><!-- Ein Kommentar. -->\n")
+    command = ["translate", "--run", str(trained_run), "--device", "cpu", "--format", "html"]
+    piped = mt(*command, cwd=tmp_path, stdin=PAGE.encode())
+    assert piped.returncode == 0 and piped.stdout.decode() == expected
+    (tmp_path / "page.html").write_bytes(b"\xef\xbb\xbf" + PAGE.encode())  # a BOM is dropped
+    written = mt(*command, "-i", "page.html", "-o", "out.html", cwd=tmp_path)
+    assert written.returncode == 0 and (tmp_path / "out.html").read_text(encoding="utf-8") == expected
+    argument = mt(*command, "<p>Ein Hund.</p>", cwd=tmp_path)
+    assert argument.stdout.decode() == model.translate_document("<p>Ein Hund.</p>", "html")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["-f", "html", "--n-best", "2"], "error: --n-best needs --format lines: --format html writes"),
+        (["-f", "text", "--json"], "error: --json needs --format lines"),
+        (["-f", "text", "--align"], "error: --align needs --format lines"),
+        (["-f", "markdown"], "Invalid value for '--format' / '-f'"),
+    ],
+)
+def test_per_line_options_need_lines(trained_run, tmp_path, options: list[str], message: str) -> None:
+    result = mt("translate", "--run", str(trained_run), *options, "Ein Hund.", cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr.decode()
+
+
+def test_html_that_is_not_utf8_is_one_line(trained_run, tmp_path) -> None:
+    (tmp_path / "latin1.html").write_bytes("<p>\nGrüße</p>".encode("latin-1"))
+    result = mt("translate", "--run", str(trained_run), "-f", "html", "-i", "latin1.html", cwd=tmp_path)
+    lines = result.stderr.decode().strip().splitlines()
+    assert result.returncode == 2 and lines == [
+        "error: latin1.html is not UTF-8 (line 2); convert it, e.g. with iconv -t UTF-8"
+    ]
