@@ -42,6 +42,7 @@ from mt_cli.serve.request import TranslateRequest
 
 _INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
 _LONGEST = 18  # digits read of an integer: int() refuses past 4,300, and any limit is far below
+TEXT_FORMATS = (DocumentFormat.TEXT, DocumentFormat.HTML)  # /translate's, as LibreTranslate's
 
 
 class ApiError(Exception):
@@ -213,7 +214,7 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
             f"{show(source)} -> {show(target)} is not available; this server translates {pair.describe()}",
         )
     text_format = _text_field(fields, "format", default="text")
-    if text_format not in (form.value for form in DocumentFormat):
+    if text_format not in (form.value for form in TEXT_FORMATS):
         raise ApiError(400, f"{show(text_format)} format is not supported; send format=text or format=html")
     alternatives = _alternatives(fields, pair.max_alternatives)
     request = TranslateRequest(
