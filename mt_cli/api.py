@@ -5,7 +5,8 @@
 or CTranslate2's, alone or as an ensemble of several runs; the ``Model`` it returns takes lists of
 lines and returns the typed results of ``decode.results``, one per line, in order, and translates
 whole documents (plain text split into sentences, HTML, subtitles) and files (.txt, .html, .srt,
-.docx) through ``documents``. Whatever goes wrong is an ``MtError`` with a one-line message (``InputError`` for what the caller can fix).
+.docx) through ``documents``. Whatever goes wrong is an ``MtError`` with a one-line message
+(``InputError`` for what the caller can fix).
 """
 
 from __future__ import annotations
