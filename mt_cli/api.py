@@ -206,16 +206,17 @@ class Model:
         form: FileFormat | str,
         options: TranslateOptions | None = None,
         progress: Callable[[int, int], None] | None = None,
+        name: str = "the file",
         **overrides: Any,
     ) -> bytes:
         """Translate a whole file: ``data``, its bytes, read as ``form`` ("text", "html", "srt":
         UTF-8, as ``translate_documents`` reads them; "docx": a Word document, its runs and their
         formatting kept), and the translated file's bytes back. Options as for
         ``translate_documents``; ``progress(done, total)`` hears of the sentences translated
-        after each ``FILE_CHUNK`` of them."""
+        after each ``FILE_CHUNK`` of them; ``name`` is the file as an error message calls it."""
         kind = _member(FileFormat, form, "format")
         resolved = replace(self._document_options(options, overrides), scores=False)
-        read = read_file(data, kind, resolved.src_lang or self.src_lang)
+        read = read_file(data, kind, resolved.src_lang or self.src_lang, name)
         units, found = list(read.units), []
         for start in range(0, len(units), FILE_CHUNK):
             chunk = self.engine.translate(units[start : start + FILE_CHUNK], resolved, self.warn, start + 1)

@@ -85,8 +85,6 @@ def read_file(data: bytes, form: FileFormat, language: str, name: str = "the fil
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
-        raise InputError(
-            f"{name} is not UTF-8 text (line {line}); convert it, e.g. with iconv -t UTF-8"
-        ) from None
+        raise InputError(f"{name} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
     document = read_documents([text.removeprefix(BOM)], DocumentFormat(form.value), language)[0]
     return TextFile(document, text.startswith(BOM))
