@@ -67,7 +67,8 @@ def test_html_from_stdin_and_a_file_keeps_its_markup(trained_run, model, tmp_pat
     assert piped.returncode == 0 and piped.stdout.decode() == expected
     (tmp_path / "page.html").write_bytes(b"\xef\xbb\xbf" + PAGE.encode())  # a file's BOM is kept
     written = mt(*command, "-i", "page.html", "-o", "out.html", cwd=tmp_path)
-    assert written.returncode == 0 and (tmp_path / "out.html").read_bytes() == b"\xef\xbb\xbf" + expected.encode()
+    assert written.returncode == 0
+    assert (tmp_path / "out.html").read_bytes() == b"\xef\xbb\xbf" + expected.encode()
     argument = mt(*command, "<p>Ein Hund.</p>", cwd=tmp_path)
     assert argument.stdout.decode() == model.translate_document("<p>Ein Hund.</p>", "html")
 
