@@ -11,8 +11,10 @@ text), so a cue's lines would not come back as they were written. Anything that 
 line.
 
 A cue's text lines make one run of text, split into sentences (``sentences``): a sentence may
-run over the cue's line break, and its translation is written on one line; the whitespace and
-line breaks between sentences are kept. A subtitle's markup (``<i>``, ``{\\an8}``) is text here.
+run over the cue's line break, and its translation is written on one line; a line starting with
+a dash (dialogue: another speaker) starts a new sentence, the dash kept as written. The
+whitespace and line breaks between sentences are kept. A subtitle's markup (``<i>``,
+``{\\an8}``) is text here.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from mt_cli.documents.document import Document, Sentence
 from mt_cli.documents.sentences import Segmenter, sentence_spans
 from mt_cli.errors import InputError
 
-_NUMBER = re.compile(r"\s*[0-9]+\s*")
+_NUMBER = re.compile(r"\ufeff?\s*[0-9]+\s*")  # a BOM before the first, kept
 _TIME = r"[0-9]{1,3}:[0-9]{2}:[0-9]{2}[,.][0-9]{1,3}"
+_SPEAKER = re.compile(r"\n(?=[^\S\n]*[-\u2010-\u2015])")  # a line break before a line starting with a dash
+_DASH = re.compile(r"[-\u2010-\u2015][^\S\n]*")
 _TIMING = re.compile(rf"\s*{_TIME}\s*-->\s*{_TIME}(?:\s.*)?")
 
 
@@ -60,12 +64,18 @@ def read_srt(text: str, language: str, segment: Segmenter) -> Document:
 
 
 def _cue_parts(text: str, language: str, segment: Segmenter) -> list[str | Sentence]:
-    """A cue's text as its sentences and the text between them, kept as written."""
+    """A cue's text as its sentences and the text between them, kept as written; a line that
+    starts with a dash (a second speaker's) starts a run of its own."""
     parts: list[str | Sentence] = []
     done = 0
-    for start, end in sentence_spans(text, language, segment):
-        parts += [text[done:start], Sentence(" ".join(text[start:end].split()), end - start)]
-        done = end
+    starts = [0, *(match.start() + 1 for match in _SPEAKER.finditer(text)), len(text)]
+    for first, last in zip(starts, starts[1:]):
+        for start, end in sentence_spans(text[first:last], language, segment):
+            start, end = first + start, first + end
+            if dash := _DASH.match(text, start, end):  # the speaker's dash is kept, not translated
+                start = dash.end()
+            parts += [text[done:start], Sentence(" ".join(text[start:end].split()), end - start)]
+            done = end
     parts.append(text[done:])
     return parts
 
