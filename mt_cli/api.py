@@ -4,8 +4,9 @@
 ``load`` opens a run directory (``mt train``'s) or a CTranslate2 export directory, in mt's engine
 or CTranslate2's, alone or as an ensemble of several runs; the ``Model`` it returns takes lists of
 lines and returns the typed results of ``decode.results``, one per line, in order, and translates
-whole documents (plain text split into sentences, HTML) through ``documents``. Whatever goes
-wrong is an ``MtError`` with a one-line message (``InputError`` for what the caller can fix).
+whole documents (plain text split into sentences, HTML, subtitles) and files (.txt, .html, .srt,
+.docx) through ``documents``. Whatever goes wrong is an ``MtError`` with a one-line message
+(``InputError`` for what the caller can fix).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mt_cli.decode.engine import Engine, EngineKind
 from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.disk.layout import ExportFiles, run_and_checkpoint
 from mt_cli.documents.document import rebuild_all
+from mt_cli.documents.filetypes import FileFormat, read_file
 from mt_cli.documents.formats import DocumentFormat, read_documents
 from mt_cli.errors import InputError
 from mt_cli.runtime.precision import ComputeType
@@ -29,6 +31,7 @@ from mt_cli.runtime.precision import ComputeType
 __all__ = ["Model", "load"]
 
 E = TypeVar("E", bound=enum.Enum)
+FILE_CHUNK = 256  # sentences of a file translated in one call, between two calls of ``progress``
 
 
 def _warn(message: str) -> None:
@@ -172,7 +175,8 @@ class Model:
     ) -> list[str]:
         """Translate whole documents, each into one text: ``form`` "text" splits every line into
         sentences and keeps the whitespace and line breaks around them; "html" translates the
-        text of an HTML page or fragment and keeps its markup (docs/api.md says how). Sentences
+        text of an HTML page or fragment and keeps its markup; "srt" translates the text of
+        SubRip subtitles' cues and keeps their numbers and timings (docs/api.md says how). Sentences
         are split by the rules of ``src_lang`` (None: the model's first source language). The
         sentences of all ``documents`` are translated together, in one call, with ``options`` or
         its fields as keywords, as for ``translate``; one text comes back for each document, so
@@ -180,9 +184,7 @@ class Model:
         if isinstance(documents, str):
             raise InputError("documents must be a list of texts, not one string (use translate_document)")
         kind = _member(DocumentFormat, form, "format")
-        resolved = self.options(options, **overrides)
-        if resolved.n_best != 1 or resolved.align:
-            raise InputError("a document is translated into one text: n_best and align are for translate")
+        resolved = self._document_options(options, overrides)
         read = read_documents(list(documents), kind, resolved.src_lang or self.src_lang)
         units = [unit for document in read for unit in document.units]
         found = self.engine.translate(units, replace(resolved, scores=False), self.warn, 1) if units else []
@@ -197,6 +199,39 @@ class Model:
     ) -> str:
         """``translate_documents`` of one document."""
         return self.translate_documents([document], form, options, **overrides)[0]
+
+    def translate_file(
+        self,
+        data: bytes,
+        form: FileFormat | str,
+        options: TranslateOptions | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        name: str = "the file",
+        **overrides: Any,
+    ) -> bytes:
+        """Translate a whole file: ``data``, its bytes, read as ``form`` ("text", "html", "srt":
+        UTF-8, as ``translate_documents`` reads them; "docx": a Word document, its runs and their
+        formatting kept), and the translated file's bytes back. Options as for
+        ``translate_documents``; ``progress(done, total)`` hears of the sentences translated
+        after each ``FILE_CHUNK`` of them; ``name`` is the file as an error message calls it."""
+        kind = _member(FileFormat, form, "format")
+        resolved = replace(self._document_options(options, overrides), scores=False)
+        read = read_file(data, kind, resolved.src_lang or self.src_lang, name)
+        units, found = list(read.units), []
+        for start in range(0, len(units), FILE_CHUNK):
+            chunk = self.engine.translate(units[start : start + FILE_CHUNK], resolved, self.warn, start + 1)
+            found += [translation.text for translation in chunk]
+            if progress is not None:
+                progress(len(found), len(units))
+        return read.rebuild(found)
+
+    def _document_options(
+        self, options: TranslateOptions | None, overrides: dict[str, Any]
+    ) -> TranslateOptions:
+        resolved = self.options(options, **overrides)
+        if resolved.n_best != 1 or resolved.align:
+            raise InputError("a document is translated into one text: n_best and align are for translate")
+        return resolved
 
     def score(
         self,

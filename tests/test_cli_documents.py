@@ -65,9 +65,10 @@ def test_html_from_stdin_and_a_file_keeps_its_markup(trained_run, model, tmp_pat
     command = ["translate", "--run", str(trained_run), "--device", "cpu", "--format", "html"]
     piped = mt(*command, cwd=tmp_path, stdin=PAGE.encode())
     assert piped.returncode == 0 and piped.stdout.decode() == expected
-    (tmp_path / "page.html").write_bytes(b"\xef\xbb\xbf" + PAGE.encode())  # a BOM is dropped
+    (tmp_path / "page.html").write_bytes(b"\xef\xbb\xbf" + PAGE.encode())  # a file's BOM is kept
     written = mt(*command, "-i", "page.html", "-o", "out.html", cwd=tmp_path)
-    assert written.returncode == 0 and (tmp_path / "out.html").read_text(encoding="utf-8") == expected
+    assert written.returncode == 0
+    assert (tmp_path / "out.html").read_bytes() == b"\xef\xbb\xbf" + expected.encode()
     argument = mt(*command, "<p>Ein Hund.</p>", cwd=tmp_path)
     assert argument.stdout.decode() == model.translate_document("<p>Ein Hund.</p>", "html")
 
@@ -93,3 +94,38 @@ def test_html_that_is_not_utf8_is_one_line(trained_run, tmp_path) -> None:
     assert result.returncode == 2 and lines == [
         "error: latin1.html is not UTF-8 (line 2); convert it, e.g. with iconv -t UTF-8"
     ]
+
+
+SRT = (
+    "1\n00:00:01,000 --> 00:00:02,500\nEin Mann fährt\nFahrrad.\n\n"
+    "2\n00:00:03,000 --> 00:00:04,000\nZwei Hunde.\n"
+)
+
+
+def test_srt_and_docx_files_are_picked_by_extension_as_the_api_translates_them(trained_run, model, tmp_path):
+    import io
+
+    import docx
+
+    (tmp_path / "x.srt").write_text(SRT, encoding="utf-8")
+    document = docx.Document()
+    paragraph = document.add_paragraph("Ein ")
+    paragraph.add_run("Mann").bold = True
+    paragraph.add_run(" fährt Fahrrad.")
+    document.save(tmp_path / "x.docx")
+    command = ["translate", "--run", str(trained_run), "--device", "cpu"]
+    for name in ("x.srt", "x.docx"):
+        result = mt(*command, "-i", name, "-o", f"y{name[1:]}", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr.decode()
+        source = (tmp_path / name).read_bytes()
+        assert (tmp_path / f"y{name[1:]}").read_bytes() == model.translate_file(source, name[2:])
+    subtitles = (tmp_path / "y.srt").read_text(encoding="utf-8").split("\n")
+    assert subtitles[:2] == SRT.split("\n")[:2] and subtitles[4:6] == SRT.split("\n")[5:7]
+    runs = docx.Document(io.BytesIO((tmp_path / "y.docx").read_bytes())).paragraphs[0].runs
+    assert [run.bold for run in runs] == [None, True, None] and runs[1].text == ""
+    to_terminal = mt(*command, "-i", "x.docx", cwd=tmp_path)
+    assert to_terminal.returncode == 2
+    assert (
+        to_terminal.stderr.decode().strip()
+        == "error: --format docx reads and writes files: give -i FILE.docx and -o OUT.docx"
+    )

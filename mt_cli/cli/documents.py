@@ -1,15 +1,18 @@
-"""``mt translate``'s input: lines, read in chunks, and ``--format``: lines (the default), plain
-text whose lines are split into sentences, or one HTML page or fragment (the ``documents`` wing
-splits and puts back; the model's API, ``Model.translate_document``, translates)."""
+"""``mt translate``'s input: lines, read in chunks, and ``--format``: lines, plain text whose
+lines are split into sentences, or a whole file (HTML, SubRip subtitles, a Word document), the
+format picked by ``-i``'s extension when ``--format`` is not given (the ``documents`` wing splits
+and puts back; the model's API, ``Model.translate_document`` and ``translate_file``, translates)."""
 
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mt_cli.cli.common import option, standard_stream
+from mt_cli.cli.common import option, standard_stream, write_stdout
+from mt_cli.documents.filetypes import FileFormat, format_of
 from mt_cli.documents.formats import DocumentFormat
 from mt_cli.documents.sentences import segmenter
 from mt_cli.errors import InputError
@@ -25,35 +28,55 @@ class InputFormat(str, enum.Enum):
     LINES = "lines"  # a sentence a line, each translated as it is
     TEXT = "text"  # paragraphs: each line split into sentences
     HTML = "html"  # one HTML page or fragment
+    SRT = "srt"  # SubRip subtitles
+    DOCX = "docx"  # a Word document (bytes: -i and -o)
 
     @property
     def document(self) -> DocumentFormat | None:
-        """The documents format it reads as (None: lines, which are no document)."""
-        return None if self is InputFormat.LINES else DocumentFormat(self.value)
+        """The text format it is read as a chunk of lines at a time (None: lines, or a whole file)."""
+        return DocumentFormat.TEXT if self is InputFormat.TEXT else None
+
+    @property
+    def file(self) -> FileFormat | None:
+        """The file format of an input read and translated whole (None: read in chunks of lines)."""
+        return None if self in (InputFormat.LINES, InputFormat.TEXT) else FileFormat(self.value)
 
 
 FormatOption = option(
-    InputFormat,
+    InputFormat | None,
     "--format",
     "-f",
-    help="lines: a sentence a line (the default; --n-best, --align, --json need it); text: "
-    "paragraphs, each line split into sentences, its whitespace kept; html: the whole input is one "
-    "HTML page or fragment, its text translated and its markup kept.",
+    help="lines: a sentence a line (--n-best, --align, --json need it); text: paragraphs, each line "
+    "split into sentences, its whitespace kept; html: one HTML page or fragment, its markup kept; "
+    "srt: SubRip subtitles, numbers and timings kept; docx: a Word document, its runs' formatting "
+    "kept (needs -i and -o). Default: by -i's extension (.txt text, .html/.htm html, .srt srt, "
+    ".docx docx), else lines.",
 )
 
 
-def check_document_options(
-    form: InputFormat, n_best: int, align: bool, as_json: bool, attention: bool
-) -> None:
-    """An InputError for an option that prints per line, with a format that prints a document, or
-    for a document format without its sentence splitter installed: before the model loads."""
+def input_format(
+    given: InputFormat | None, input_file: Path | None, output_file: Path | None, per_line: dict[str, bool]
+) -> InputFormat:
+    """The format to read: ``given``, else ``-i``'s extension's, else lines (and lines too for a
+    .txt file with an option that prints per line, as such files were read before formats). An
+    InputError for an option that prints per line with a format that prints a document, for docx
+    without -i and -o, or for a document format without its sentence splitter installed: before
+    the model loads. ``per_line``: each such option and whether it was given."""
+    form = given
+    if form is None and input_file is not None and (found := format_of(input_file.name)) is not None:
+        form = InputFormat(found.value)
+        if form is InputFormat.TEXT and any(per_line.values()):
+            form = InputFormat.LINES
+    form = form or InputFormat.LINES
     if form is InputFormat.LINES:
-        return
-    given = {"--n-best": n_best > 1, "--align": align, "--json": as_json, "--attention": attention}
-    for name, used in given.items():
+        return form
+    for name, used in per_line.items():
         if used:
             raise InputError(f"{name} needs --format lines: --format {form.value} writes translated text")
+    if form is InputFormat.DOCX and (input_file is None or output_file is None):
+        raise InputError("--format docx reads and writes files: give -i FILE.docx and -o OUT.docx")
     segmenter()
+    return form
 
 
 def input_chunks(
@@ -72,35 +95,50 @@ def input_chunks(
 
 
 def translated_documents(
-    model: Model,
-    options: TranslateOptions,
-    form: DocumentFormat,
-    chunks: Iterator[list[str]],
-    text: str | None,
-    input_file: Path | None,
+    model: Model, options: TranslateOptions, form: DocumentFormat, chunks: Iterator[list[str]]
 ) -> Iterator[tuple[str, int]]:
-    """(translated output, input lines it covers) as it is done: plain text a chunk of lines at a
-    time (each chunk's sentences in one batch), HTML the whole input at once."""
-    if form is DocumentFormat.HTML:
-        yield model.translate_document(_whole_input(text, input_file), form, options), 1
-        return
+    """(translated output, input lines it covers) as it is done, a chunk of lines at a time (each
+    chunk's sentences in one batch)."""
     for chunk in chunks:
         yield model.translate_document("\n".join(chunk), form, options) + "\n", len(chunk)
 
 
-def _whole_input(text: str | None, input_file: Path | None) -> str:
-    """The argument, the file or stdin as one text, exactly (a BOM dropped)."""
+def translate_whole(
+    model: Model,
+    options: TranslateOptions,
+    form: FileFormat,
+    text: str | None,
+    input_file: Path | None,
+    output_file: Path | None,
+) -> None:
+    """Translate the argument, the file or stdin as one file of ``form`` and write it to
+    ``output_file`` (atomically) or stdout, with a progress bar of sentences on a terminal."""
+    from tqdm import tqdm
+
+    from mt_cli.disk.files import atomic_write_bytes
+
+    data, name = _whole_input(text, input_file)
+    quiet = True if output_file is None and sys.stdout.isatty() else None  # None: a bar on a terminal
+    with tqdm(desc="translating", unit="sentence", leave=False, disable=quiet) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        translated = model.translate_file(data, form, options, progress, name=name)
+    if output_file is None:
+        write_stdout(translated.decode("utf-8"))
+        return
+    atomic_write_bytes(output_file, lambda handle: handle.write(translated))
+
+
+def _whole_input(text: str | None, input_file: Path | None) -> tuple[bytes, str]:
+    """(the argument, the file or stdin as bytes, exactly, and its name as messages call it)."""
     from mt_cli.disk.reading import open_bytes
 
     if text is not None:
-        return text
+        return text.encode("utf-8"), "the text"
     if input_file is not None:
         with open_bytes(input_file) as handle:
-            raw, name = handle.read(), str(input_file)
-    else:
-        raw, name = standard_stream("stdin").buffer.read(), "standard input"
-    try:
-        return raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise InputError(f"{name} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
+            return handle.read(), str(input_file)
+    return standard_stream("stdin").buffer.read(), "standard input"

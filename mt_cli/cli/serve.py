@@ -74,6 +74,17 @@ SuggestionsOption = option(
     help="SQLite database where POST /suggest stores users' corrections (created if missing), for "
     "training with a data.corpora entry of source: suggestions. Without it /suggest answers 403.",
 )
+MaxFileSizeOption = option(
+    int,
+    min=0,
+    help="Bytes of a file POST /translate_file takes (413 past it); 0 turns file translation off (403).",
+)
+FileTtlOption = option(
+    float,
+    "--file-ttl",
+    min=1.0,
+    help="Seconds a translated file is kept for its download (it is removed at its first download).",
+)
 LimitConcurrencyOption = option(
     int | None, min=1, help="Requests handled at once; more get 503 (default: no limit but the queue)."
 )
@@ -104,10 +115,13 @@ def serve(
     timeout_graceful_shutdown: TimeoutGracefulShutdownOption = 8.0,
     limit_concurrency: LimitConcurrencyOption = None,
     suggestions: SuggestionsOption = None,
+    max_file_size: MaxFileSizeOption = 1 << 20,
+    file_ttl: FileTtlOption = 1800.0,
 ) -> None:
     """Serve the LibreTranslate HTTP API over a trained run, and a page to try it at /.
 
-    Endpoints: POST /translate, /detect and /suggest; GET /languages, /frontend/settings and /health.
+    Endpoints: POST /translate, /detect, /suggest and /translate_file (.txt, .html, .srt, .docx);
+    GET /download_file/NAME, /languages, /frontend/settings and /health.
 
     Concurrent requests are decoded together; --ensemble serves several runs combined, as
     `mt translate` decodes them. SIGTERM answers the accepted requests within
@@ -156,6 +170,8 @@ def serve(
             timeout_graceful_shutdown=timeout_graceful_shutdown,
             limit_concurrency=limit_concurrency,
             suggestions=suggestions,
+            max_file_size=max_file_size,
+            file_ttl=file_ttl,
         )
         url = _url(listener)
         directions = describe_directions(model.directions)

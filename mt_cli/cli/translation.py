@@ -36,9 +36,9 @@ from mt_cli.cli.decoding import (
 )
 from mt_cli.cli.documents import (
     FormatOption,
-    InputFormat,
-    check_document_options,
     input_chunks,
+    input_format,
+    translate_whole,
     translated_documents,
 )
 from mt_cli.cli.engines import (
@@ -118,21 +118,28 @@ def translate(
     as_json: TranslateJsonOption = False,
     tgt_lang: TgtLangOption = None,
     src_lang: SrcLangOption = None,
-    form: FormatOption = InputFormat.LINES,
+    form: FormatOption = None,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
     The run, every path and option are checked before input is read; at a terminal each line is
     answered at once. --n-best prints Moses rows (i ||| text ||| score), --align appends Pharaoh
     word alignments (||| 0-0 1-2 ...), --json one object per line. --format text splits each
-    line into sentences; --format html translates one HTML page or fragment, keeping its markup.
+    line into sentences; --format html translates one HTML page or fragment, keeping its markup;
+    srt and docx translate subtitles and Word files. -i FILE picks the format by its extension.
     """
     from tqdm import tqdm
 
     from mt_cli.cli.decoding import sampling_from
 
     _check_paths(text, input_file, output_file, attention)
-    check_document_options(form, n_best, align, as_json, attention is not None)
+    per_line = {
+        "--n-best": n_best > 1,
+        "--align": align,
+        "--json": as_json,
+        "--attention": attention is not None,
+    }
+    form = input_format(form, input_file, output_file, per_line)
     options = TranslateOptions(
         beam=beam,
         n_best=n_best,
@@ -157,10 +164,12 @@ def translate(
     model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
     options = model.options(options)  # checked before a line of input is read: one line, nothing written
 
-    html = form is InputFormat.HTML  # read whole, not in chunks of lines
-    chunks, total = input_chunks(text, input_file, buffer_size) if not html else (iter([]), 1)
+    if form.file is not None:  # read whole, not in chunks of lines
+        translate_whole(model, options, form.file, text, input_file, output_file)
+        return
+    chunks, total = input_chunks(text, input_file, buffer_size)
     if form.document is not None:
-        written = translated_documents(model, options, form.document, chunks, text, input_file)
+        written = translated_documents(model, options, form.document, chunks)
     else:
         written = _translated_lines(model, options, chunks, as_json, attention)
     output = AtomicTextOutput(output_file) if output_file is not None else None

@@ -14,18 +14,23 @@ from mt_cli.documents.document import Document
 from mt_cli.documents.pages import read_html
 from mt_cli.documents.plain import read_text
 from mt_cli.documents.sentences import segmenter
+from mt_cli.documents.subtitles import read_srt
 
 
 class DocumentFormat(str, enum.Enum):
-    """What a document is: plain text (its lines split into sentences) or HTML."""
+    """What a document is: plain text (its lines split into sentences), HTML or SubRip subtitles."""
 
     TEXT = "text"
     HTML = "html"
+    SRT = "srt"
+
+
+_READERS = {DocumentFormat.TEXT: read_text, DocumentFormat.HTML: read_html, DocumentFormat.SRT: read_srt}
 
 
 def read_documents(texts: Sequence[str], form: DocumentFormat, language: str) -> list[Document]:
     """Each of ``texts`` as a ``Document`` of ``form``, its sentences split by the rules of
     ``language`` (the source language: an ISO 639-1 code such as de)."""
     segment = segmenter()
-    read = read_html if form is DocumentFormat.HTML else read_text
+    read = _READERS[form]
     return [read(text, language, segment) for text in texts]

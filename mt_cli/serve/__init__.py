@@ -7,7 +7,8 @@ limits, ``parse`` reads JSON and form fields into a checked request, ``request``
 ``documents`` wing) and options, and its answer back, ``alternatives`` makes
 LibreTranslate's n-best alternatives, ``detect`` tells a text's language (``/detect``,
 ``source: "auto"``), ``suggestions`` stores /suggest's corrections in the suggestions database on
-one writer thread, ``batcher`` decodes concurrent requests together,
-``handlers`` answers every error as ``{"error": ...}`` with its status and ``server`` runs uvicorn
-on the listening socket. Imports ``documents``, ``decode`` and below; fastapi, uvicorn and lingua
-(the ``serve`` extra) only here."""
+one writer thread, ``files`` answers /translate_file (a .txt, .html, .srt or .docx file read by
+the ``documents`` wing) and keeps the translated files until their download, ``batcher``
+decodes concurrent requests together, ``handlers`` answers every error as ``{"error": ...}``
+with its status and ``server`` runs uvicorn on the listening socket. Imports ``documents``,
+``decode`` and below; fastapi, uvicorn and lingua (the ``serve`` extra) only here."""

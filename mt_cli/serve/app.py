@@ -1,12 +1,14 @@
 """The FastAPI app: LibreTranslate's endpoints over one engine, its requests micro-batched.
 
 Endpoints (LibreTranslate's schemas): ``POST /translate``, ``POST /detect``, ``POST /suggest``
-(``suggestions.py``; 403 unless ``--suggestions`` names a database), ``GET /languages``,
+(``suggestions.py``; 403 unless ``--suggestions`` names a database), ``POST /translate_file``
+and ``GET /download_file/<name>`` (``files.py``), ``GET /languages``,
 ``GET /frontend/settings`` (LibreTranslate's keys, plus ``alternativesLimit``, which mt's page
 reads to ask for alternatives), plus ``GET /health`` and the page at ``/`` (each GET answers HEAD
 too, as load balancers probe). Every error answer is ``{"error": message}`` (``handlers.py``):
 400 bad input, 403 key, 404/405 route, 408 body too slow, 413 body too big, 429 queue full,
 503 stopping or over ``--limit-concurrency``; 500 only for mt's own failures.
+``app.state.files`` is the directory of translated files (``files.FileStore``).
 
 A request's body is read under the size limit and the read timeout (``body.py``); while it waits
 for the batcher, a client that hangs up cancels it, and its lines leave the queue undecoded.
@@ -31,8 +33,9 @@ from fastapi.responses import HTMLResponse
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
+from mt_cli.documents.filetypes import EXTENSIONS
 from mt_cli.errors import InputError
-from mt_cli.serve import alternatives, body, detect, parse, suggestions
+from mt_cli.serve import alternatives, body, detect, files, parse, suggestions
 from mt_cli.serve.batcher import Batcher, EngineFailed
 from mt_cli.serve.handlers import Guard, add_error_handlers
 
@@ -66,6 +69,8 @@ class Settings:
     timeout_graceful_shutdown: float = 8.0  # seconds from SIGTERM to exit (under Docker's 10 s)
     limit_concurrency: int | None = None  # requests handled at once (503 past it); None: no limit
     suggestions: Path | None = None  # the database /suggest writes (--suggestions); None: a 403
+    max_file_size: int = 1 << 20  # bytes of a file /translate_file takes (413 past it); 0: files off
+    file_ttl: float = 1800.0  # seconds a translated file waits for its download (LibreTranslate's)
 
     @property
     def max_body(self) -> int:
@@ -103,6 +108,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
     )
     stopping = asyncio.Event()
     store = suggestions.Store(settings.suggestions)
+    translated_files = files.FileStore(settings.file_ttl)
     # python-multipart logs a warning for each malformed multipart body: a client's mistake,
     # already answered 400, and any client could fill the log with them.
     logging.getLogger("python_multipart").setLevel(logging.ERROR)
@@ -111,6 +117,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await store.start()  # first: a database that cannot be opened stops the start before the rest
         await batcher.start()
+        await translated_files.start()
         if on_ready is not None:
             on_ready()
         try:
@@ -119,6 +126,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
             # uvicorn has waited for the open requests; anything still queued is answered first.
             await batcher.close()
             await store.close()
+            await translated_files.close()  # every file not downloaded yet, and the directory
 
     def stop() -> None:
         """Begin a stop: no more bodies read, the queue answered within the grace period."""
@@ -128,6 +136,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
     app = FastAPI(title="mt serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.batcher = batcher
     app.state.stop = stop
+    app.state.files = translated_files
     # Added first, so it sits inside CORS: its 500 and 503 answers carry the CORS headers too.
     app.add_middleware(Guard, limit=settings.limit_concurrency)
     # LibreTranslate answers every origin, so pages and browser extensions elsewhere can call it.
@@ -136,11 +145,11 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
     )
     add_error_handlers(app)
 
+    async def read(request: Request, limit: int) -> bytes:
+        return await body.read_body(request.receive, request.headers, limit, settings.timeout_read, stopping)
+
     async def read_fields(request: Request) -> dict[str, Any]:
-        content = await body.read_body(
-            request.receive, request.headers, settings.max_body, settings.timeout_read, stopping
-        )
-        return await parse.read_fields(request, content)
+        return await parse.read_fields(request, await read(request, settings.max_body))
 
     detector = detect.Detector([code for direction in pair.directions for code in direction])
     if unknown := [source for source in pair.sources if not detector.knows(source)]:
@@ -149,6 +158,18 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         )
     _add_api_routes(app, engine, batcher, pair, settings, read_fields, detector)
     suggestions.add_route(app, store, pair, settings.api_keys, read_fields)
+    files.add_routes(
+        app,
+        translated_files,
+        engine,
+        batcher,
+        pair,
+        detector,
+        read,
+        settings.max_file_size,
+        settings.api_keys,
+        settings.options,
+    )
     _add_info_routes(app, batcher, pair, settings)
     return app
 
@@ -218,8 +239,8 @@ def _add_info_routes(
             "apiKeys": keys,
             "keyRequired": keys,
             "suggestions": settings.suggestions is not None,
-            "filesTranslation": False,
-            "supportedFilesFormat": [],
+            "filesTranslation": settings.max_file_size > 0,
+            "supportedFilesFormat": list(EXTENSIONS) if settings.max_file_size > 0 else [],
             "alternativesLimit": settings.alternatives_limit,  # mt's own key: LibreTranslate has none
             "language": {
                 "source": {"code": pair.source, "name": _name(pair.source)},

@@ -42,6 +42,7 @@ from mt_cli.serve.request import TranslateRequest
 
 _INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
 _LONGEST = 18  # digits read of an integer: int() refuses past 4,300, and any limit is far below
+TEXT_FORMATS = (DocumentFormat.TEXT, DocumentFormat.HTML)  # /translate's, as LibreTranslate's
 
 
 class ApiError(Exception):
@@ -200,20 +201,9 @@ def check_key(fields: dict[str, Any], keys: frozenset[str]) -> None:
 def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
     """A /translate request: q, source, target and format checked against the server's directions."""
     texts, batch = _texts(fields, pair)
-    source, target = _text_field(fields, "source"), _text_field(fields, "target")
-    if source != "auto" and source not in pair.sources:
-        raise ApiError(
-            400,
-            f"{show(source)} is not supported as a source language; this server has "
-            f"{', '.join(pair.sources)} (or auto)",
-        )
-    if target not in pair.targets or (source != "auto" and (source, target) not in pair.directions):
-        raise ApiError(
-            400,
-            f"{show(source)} -> {show(target)} is not available; this server translates {pair.describe()}",
-        )
+    source, target = parse_direction(fields, pair)
     text_format = _text_field(fields, "format", default="text")
-    if text_format not in (form.value for form in DocumentFormat):
+    if text_format not in (form.value for form in TEXT_FORMATS):
         raise ApiError(400, f"{show(text_format)} format is not supported; send format=text or format=html")
     alternatives = _alternatives(fields, pair.max_alternatives)
     request = TranslateRequest(
@@ -232,6 +222,23 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
             f"invalid request: q has {sentences} sentences, over this server's {pair.max_lines} per request",
         )
     return request
+
+
+def parse_direction(fields: dict[str, Any], pair: Pair) -> tuple[str, str]:
+    """(source, target) of a request, a direction the server translates (source may be "auto")."""
+    source, target = _text_field(fields, "source"), _text_field(fields, "target")
+    if source != "auto" and source not in pair.sources:
+        raise ApiError(
+            400,
+            f"{show(source)} is not supported as a source language; this server has "
+            f"{', '.join(pair.sources)} (or auto)",
+        )
+    if target not in pair.targets or (source != "auto" and (source, target) not in pair.directions):
+        raise ApiError(
+            400,
+            f"{show(source)} -> {show(target)} is not available; this server translates {pair.describe()}",
+        )
+    return source, target
 
 
 def parse_detect(fields: dict[str, Any], pair: Pair) -> list[str]:

@@ -1,0 +1,90 @@
+"""Whole files, by kind: which format a file name's extension means, and a file's bytes read
+into sentences to translate and written back around their translations.
+
+.txt is plain text (``plain``), .html and .htm HTML (``pages``), .srt SubRip subtitles
+(``subtitles``), all three UTF-8 (a byte-order mark kept); .docx a Word document
+(``wordfiles``). ``/translate_file`` and ``mt translate -i FILE`` (through ``Model.translate_file``)
+read files here; a file that is not what its format says is an ``InputError`` in one line.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Protocol
+
+from mt_cli.documents.document import Document
+from mt_cli.documents.formats import DocumentFormat, read_documents
+from mt_cli.documents.sentences import segmenter
+from mt_cli.documents.wordfiles import WordDocument
+from mt_cli.errors import InputError
+
+BOM = "\ufeff"
+
+
+class FileFormat(str, enum.Enum):
+    """What a file is; each value is also the name of its ``--format``."""
+
+    TEXT = "text"
+    HTML = "html"
+    SRT = "srt"
+    DOCX = "docx"
+
+    @property
+    def binary(self) -> bool:
+        """Whether its files are bytes, not UTF-8 text (they cannot be written to a terminal)."""
+        return self is FileFormat.DOCX
+
+
+EXTENSIONS = {
+    ".txt": FileFormat.TEXT,
+    ".html": FileFormat.HTML,
+    ".htm": FileFormat.HTML,
+    ".srt": FileFormat.SRT,
+    ".docx": FileFormat.DOCX,
+}
+
+
+def format_of(name: str) -> FileFormat | None:
+    """The format a file name's extension (any case) says, or None for another extension."""
+    return EXTENSIONS.get(PurePath(name).suffix.lower())
+
+
+class FileDocument(Protocol):
+    """A file read for translation: its sentences, in order, and the file rebuilt from them."""
+
+    @property
+    def units(self) -> tuple[str, ...]: ...
+
+    def rebuild(self, translations: Sequence[str]) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A UTF-8 file read as one document, written back as UTF-8 (with its BOM, if it had one)."""
+
+    document: Document
+    bom: bool
+
+    @property
+    def units(self) -> tuple[str, ...]:
+        return self.document.units
+
+    def rebuild(self, translations: Sequence[str]) -> bytes:
+        return ((BOM if self.bom else "") + self.document.rebuild(translations)).encode("utf-8")
+
+
+def read_file(data: bytes, form: FileFormat, language: str, name: str = "the file") -> FileDocument:
+    """``data`` (a whole file named ``name``, as messages call it) read as ``form``, its
+    sentences split by the rules of ``language``."""
+    if form is FileFormat.DOCX:
+        return WordDocument(data, language, segmenter())
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise InputError(f"{name} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
+    document = read_documents([text.removeprefix(BOM)], DocumentFormat(form.value), language)[0]
+    return TextFile(document, text.startswith(BOM))

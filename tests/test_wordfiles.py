@@ -1,0 +1,81 @@
+"""Word documents read by python-docx: every paragraph's sentences (body, tables, headers), each
+translation in the run its sentence began in, every run and its formatting kept, and a file that
+is no Word document one line."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import docx
+import pytest
+
+from mt_cli.documents.sentences import segmenter
+from mt_cli.documents.wordfiles import MAX_UNPACKED, WordDocument
+from mt_cli.errors import InputError
+
+
+def word_file() -> bytes:
+    document = docx.Document()
+    paragraph = document.add_paragraph("Ein ")
+    paragraph.add_run("Mann").bold = True
+    paragraph.add_run(" fährt Fahrrad. Zwei ")
+    paragraph.add_run("Hunde").italic = True
+    paragraph.add_run(" spielen.\tEnde")
+    document.add_paragraph("42")
+    document.add_table(rows=1, cols=1).cell(0, 0).text = "Im Tisch. Hallo."
+    document.sections[0].header.paragraphs[0].text = "Kopf."
+    written = io.BytesIO()
+    document.save(written)
+    return written.getvalue()
+
+
+def test_sentences_go_into_their_first_run_and_every_run_keeps_its_style() -> None:
+    read = WordDocument(word_file(), "de", segmenter())
+    assert read.units == (
+        "Ein Mann fährt Fahrrad.",
+        "Zwei Hunde spielen.",
+        "Ende",
+        "Im Tisch.",
+        "Hallo.",
+        "Kopf.",
+    )
+    result = docx.Document(io.BytesIO(read.rebuild([unit.upper() for unit in read.units])))
+    runs = [(run.text, run.bold, run.italic) for run in result.paragraphs[0].runs]
+    assert runs == [
+        ("EIN MANN FÄHRT FAHRRAD.", None, None),
+        ("", True, None),
+        (" ZWEI HUNDE SPIELEN.", None, None),
+        ("", None, True),
+        ("\tENDE", None, None),
+    ]
+    assert result.paragraphs[1].text == "42"
+    assert result.tables[0].cell(0, 0).text == "IM TISCH. HALLO."
+    assert result.sections[0].header.paragraphs[0].text == "KOPF."
+    with pytest.raises(ValueError, match="2 translations for a document of 6 sentences"):
+        read.rebuild(["a", "b"])
+
+
+def zip_of(members: dict[str, bytes]) -> bytes:
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return written.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"PK\x03\x04 not a zip", "not a valid .docx file: File is not a zip file"),
+        (b"", "not a valid .docx file"),
+        (zip_of({"a.txt": b"x"}), "not a valid .docx file"),
+        (word_file()[: len(word_file()) // 2], "not a valid .docx file"),
+        (zip_of({"zeros": bytes(MAX_UNPACKED + 1)}), f"over {MAX_UNPACKED}"),
+    ],
+    ids=["garbage", "empty", "other zip", "cut", "zip bomb"],
+)
+def test_what_is_no_word_document_is_one_line(data: bytes, message: str) -> None:
+    with pytest.raises(InputError, match="docx") as found:
+        WordDocument(data, "de", segmenter())
+    assert message in str(found.value) and "\n" not in str(found.value)
