@@ -139,3 +139,34 @@ def test_every_info_route_answers_get_and_head(method: str) -> None:
         assert client.options(
             "/translate", headers={"Origin": "https://example.org", "Access-Control-Request-Method": "POST"}
         ).headers["access-control-allow-origin"] in ("*", "https://example.org")
+
+
+class EchoEngine(BrokenEngine):
+    """A many-to-English fake whose first source is French: it echoes each sentence it gets."""
+
+    src_lang = "fr"
+    directions = (("fr", "en"), ("de", "en"))
+
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
+        self.calls.append(list(lines))
+        return list(lines)
+
+
+def test_auto_splits_each_text_by_its_detected_languages_rules() -> None:
+    # sentencex's French rules cut "z. B." (German for "e.g.") and "M." (Monsieur); German's
+    # cut neither: each text must be split by its own language's rules.
+    german = "Der Hund z. B. läuft schnell über die Wiese. Er ist froh."
+    french = "M. Dupont est arrivé à la gare. Il est content."
+    engine = EchoEngine()
+    app = create_app(engine, Settings(batch_wait_ms=10))
+
+    async def scenario(http: httpx.AsyncClient) -> httpx.Response:
+        return await http.post("/translate", json={"q": [german, french], "source": "auto", "target": "en"})
+
+    answer = asyncio.run(in_process(app, scenario))
+    assert answer.status_code == 200
+    assert [g["language"] for g in answer.json()["detectedLanguage"]] == ["de", "fr"]
+    german_sentences = ["Der Hund z. B. läuft schnell über die Wiese.", "Er ist froh."]
+    french_sentences = ["M.", "Dupont est arrivé à la gare.", "Il est content."]
+    assert engine.calls == [german_sentences + french_sentences]
+    assert answer.json()["translatedText"] == [german, french]

@@ -192,6 +192,7 @@ def _add_api_routes(
         if job.auto:  # a 400 for text in a language the model does not translate into the target
             target = job.target or pair.target
             detected = await asyncio.to_thread(detect.auto_sources, detector, job.texts, target, pair)
+            job = parse.check_sentences(job.split_as([guess.language for guess in detected]), pair)
         try:  # checked before it is queued: options the engine cannot decode with are the client's
             options = engine.resolve(job.options(settings.options, engine.beam_size))
         except InputError as err:

@@ -2,12 +2,12 @@
 
 A client posts a multipart form: ``file`` (a .txt, .html, .htm, .srt or .docx file, read by the
 ``documents`` wing by its extension), ``source`` (or ``auto``: the language of the file's text is
-detected, as for /translate), ``target`` and ``api_key`` (checked as for /translate). The answer
-is LibreTranslate's ``{"translatedFileUrl": "<server>/download_file/<name>"}``, where ``name``
-is a random hex id, a period and the download's name: the upload's name (reduced to ASCII
-letters, digits, ``_``, ``-`` and ``.``) with ``_<target>`` before its extension, as
-argos-translate-files names a translation. The first GET of that URL answers the file as an
-attachment of that name and removes it; the second is a 404.
+detected, as for /translate, and its sentences split by that language's rules), ``target`` and
+``api_key`` (checked as for /translate). The answer is LibreTranslate's ``{"translatedFileUrl":
+"<server>/download_file/<name>"}``, where ``name`` is a random hex id, a period and the download's
+name: the upload's name (reduced to ASCII letters, digits, ``_``, ``-`` and ``.``) with
+``_<target>`` before its extension, as argos-translate-files names a translation. The first GET of
+that URL answers the file as an attachment of that name and removes it; the second is a 404.
 
 Refusals, each ``{"error": ...}`` in one line: 403 when ``--max-file-size 0`` turns files off
 (``/frontend/settings`` then says ``"filesTranslation": false``); 413 for a file over
@@ -214,7 +214,10 @@ def add_routes(
         units = list(document.units)
         if source == "auto" and units:  # a 400 if the model cannot translate the file's language
             text = "\n".join(units)
-            await asyncio.to_thread(detect.auto_sources, detector, [text], target, pair)
+            [found] = await asyncio.to_thread(detect.auto_sources, detector, [text], target, pair)
+            if found.language != language:  # split again by the rules of the language found
+                document = await asyncio.to_thread(read_file, data, form, found.language, show(name))
+                units = list(document.units)
         outputs: list[Hypotheses] = []
         try:
             for start in range(0, len(units), pair.max_lines):  # one request's share of the queue at a time

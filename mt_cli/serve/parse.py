@@ -13,7 +13,7 @@ LibreTranslate leaves open:
   lines are split into sentences, an HTML text's text into sentences across its inline tags, its
   markup kept; the sentences of all of a request's texts are decoded together and put back in
   their places, with the whitespace, line breaks (CR LF too) and markup around them as they were
-  (``request``). Sentences are split by the source language's rules (auto: the model's first).
+  (``request``). Sentences are split by the source language's rules (auto: each text's detected one).
 * ``source`` and ``target`` choose one of the directions the model knows (``GET /languages``
   lists them); a multilingual model gets the target's tag before each sentence. ``source:
   "auto"`` takes any target the model writes; ``detect.py`` then finds each text's language (a
@@ -213,8 +213,14 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
         alternatives=alternatives,
         target=target,
         form=DocumentFormat(text_format),
-        language=pair.source if source == "auto" else source,
+        # auto: the first source's rules until the texts' languages are detected (``split_as``)
+        languages=(pair.source if source == "auto" else source,) * len(texts),
     )
+    return check_sentences(request, pair)
+
+
+def check_sentences(request: TranslateRequest, pair: Pair) -> TranslateRequest:
+    """``request``, unless its texts split into more sentences than the server takes at once."""
     sentences = len(request.lines())
     if sentences > pair.max_lines:
         raise ApiError(

@@ -21,7 +21,7 @@ class TranslateRequest:
     texts: list[str]  # q, always as a list
     batch: bool  # q was a list, so translatedText is one
     auto: bool  # source was "auto", so the answer says which language was detected
-    language: str  # the source language, whose rules split the sentences
+    languages: tuple[str, ...]  # each text's source language, whose rules split its sentences
     alternatives: int = 0  # more translations asked for each text
     target: str | None = None  # the language to write (None: the engine's default)
     form: DocumentFormat = DocumentFormat.TEXT  # what each text is
@@ -31,10 +31,19 @@ class TranslateRequest:
         target, with its alternatives (``decode_options``; ``default_beam``: the model's)."""
         return decode_options(self.alternatives, replace(server, tgt_lang=self.target), default_beam)
 
+    def split_as(self, languages: Sequence[str]) -> TranslateRequest:
+        """This request with each text's sentences split by the rules of its language in
+        ``languages`` (for ``source: "auto"``: the language detected in each text)."""
+        return replace(self, languages=tuple(languages))
+
     @cached_property
     def documents(self) -> list[Document]:
         """Each text as a document: its sentences, and the rest kept as written."""
-        return read_documents(self.texts, self.form, self.language)
+        return [
+            document
+            for text, language in zip(self.texts, self.languages, strict=True)
+            for document in read_documents([text], self.form, language)
+        ]
 
     def lines(self) -> list[str]:
         """Every sentence of every text, in order: what the engine decodes."""
