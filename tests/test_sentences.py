@@ -33,6 +33,12 @@ def sentences(text: str, language: str) -> list[str]:
         ("cs", "Muž běží, tj. rychle. Např. pes spí.", ["Muž běží, tj. rychle.", "Např. pes spí."]),
         ("en", "  Two dogs run.\tA man waits.  ", ["Two dogs run.", "A man waits."]),
         ("de", "Keine Grenze hier", ["Keine Grenze hier"]),
+        # A digit-initial sentence after a word's period: sentencex's de and cs rules keep it joined.
+        ("de", "Ein Dschungel. 2 Mädchen sitzen.", ["Ein Dschungel.", "2 Mädchen sitzen."]),
+        ("cs", "Muž stojí u jezera. 3 děti si hrají.", ["Muž stojí u jezera.", "3 děti si hrají."]),
+        ("de", "Siehe Abb. 3 und Nr. 5, ca. 20 Meter.", ["Siehe Abb. 3 und Nr. 5, ca. 20 Meter."]),
+        ("de", "Es waren 20. 3 davon kamen.", ["Es waren 20. 3 davon kamen."]),
+        ("de", "Ein Mann mit HAUS. 3 Leute.", ["Ein Mann mit HAUS. 3 Leute."]),
     ],
 )
 def test_sentences_are_split_by_the_languages_rules(language: str, text: str, expected: list[str]) -> None:
