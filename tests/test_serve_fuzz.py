@@ -1,10 +1,11 @@
 """A property-based fuzz of the HTTP API: Hypothesis makes requests (arbitrary JSON values, text
 with lone surrogates, field names and types, ``alternatives`` good and bad, form and multipart
-bodies, bytes, content types, query strings, methods and paths) to /translate and /suggest, and
-the app, in-process over a fast fake engine and storing suggestions in a database, must answer
-each within a few seconds, never 500, every answer of 400 or more as JSON ``{"error": str}``, a
-translation with LibreTranslate's shapes, and each suggestion it accepted stored; ``format`` text
-and html both, with HTML as broken as clients send it.
+bodies, bytes, content types, query strings, methods and paths) to /translate, /suggest and
+/translate_file, and the app, in-process over a fast fake engine and storing suggestions in a
+database, must answer each within a few seconds, never 500, every answer of 400 or more as JSON
+``{"error": str}``, a translation with LibreTranslate's shapes, each suggestion it accepted stored
+and each file it translated downloadable once; ``format`` text and html both, with HTML as broken
+as clients send it, and files of every format, good, corrupt and of other types.
 
 ``scripts/serve-fuzz.py`` runs the same property for many more cases (docs/benchmarks.md).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import io
 import json
 import sqlite3
 import threading
@@ -71,6 +73,7 @@ class InProcess:
     statuses: collections.Counter[int] = field(default_factory=collections.Counter)
     alternatives: int = 0  # translations answered with alternatives
     suggested: int = 0  # suggestions answered {"success": true}
+    files: int = 0  # files translated and then downloaded
 
     def __post_init__(self) -> None:
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
@@ -123,7 +126,7 @@ def server(suggestions: Path) -> InProcess:
     """The app under fuzz, storing suggestions in ``suggestions``: small limits, so that sizes are
     refused often too. lingua's models are loaded first (once a process), so that no answer waits
     for them past ANSWER_TIMEOUT_S."""
-    Detector(["de", "en"]).rank("Ein Hund.")
+    Detector(["de", "en"]).rank("Ein Hund läuft.")  # German letters: lingua loads models per letter
     settings = Settings(max_chars=300, max_queue=64, alternatives_limit=LIMIT, suggestions=suggestions)
     return InProcess(create_app(FastEngine(), settings))
 
@@ -188,6 +191,7 @@ content_types = st.sampled_from(
     ]
 ) | st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30)
 CONTENT_TYPES = {
+    "file": "multipart/form-data; boundary=fuzz",
     "json": "application/json",
     "form": "application/x-www-form-urlencoded",
     "multipart": "multipart/form-data; boundary=fuzz",
@@ -246,16 +250,59 @@ def _suggestion(draw: st.DrawFn) -> dict[str, Any]:
     return data
 
 
+def _docx(text: str) -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph(text).runs[0].bold = True
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+DOCX = _docx("Ein Hund läuft. Zwei Katzen schlafen.")
+SRT = (
+    "1\r\n00:00:01,000 --> 00:00:02,500\r\nEin Hund.\r\n- Zwei!\r\n\r\n"
+    "2\n00:00:03,000 --> 00:00:04,000\nJa.\n"
+)
+
+
+def _upload(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A file as clients send it: mostly a good one of a supported format, else a corrupt one,
+    another type, an odd name, or any bytes."""
+    text = draw(sentences).encode("utf-8", "surrogatepass")
+    good = st.sampled_from(
+        [("a.txt", text), ("Seite.html", text), ("talk.srt", SRT.encode()), ("brief.docx", DOCX)]
+    )
+    bad = st.tuples(
+        st.sampled_from(["a.docx", "a.srt", "a.pdf", "", "../../x.txt", "noextension", "a.TXT", "ä ö.html"]),
+        st.binary(max_size=200) | st.just(DOCX[:300]) | st.just(text),
+    )
+    return draw(good) if draw(st.integers(0, 2)) else draw(bad)
+
+
+def _file_multipart(pairs: list[tuple[str, Any]], upload: tuple[str, bytes]) -> bytes:
+    name, data = upload
+    head = f'--fuzz\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n\r\n'
+    return _multipart(pairs, files=False)[: -len(b"--fuzz--\r\n")] + (
+        head.encode("utf-8", "surrogatepass") + data + b"\r\n--fuzz--\r\n"
+    )
+
+
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     """(method, path, httpx arguments) of one request: a good /translate or /suggest request
     (JSON, form or multipart) with up to four mutations (a field set to any value, a field
     dropped, another route or method, another content type, another body, a query string), so
     that cases reach every check and, unmutated, the engine or the database."""
-    path = draw(st.sampled_from(["/translate", "/translate", "/suggest"]))
-    data = _translation(draw) if path == "/translate" else _suggestion(draw)
+    path = draw(st.sampled_from(["/translate", "/translate", "/suggest", "/translate_file"]))
+    if path == "/translate_file":
+        data: dict[str, Any] = {"source": draw(st.sampled_from(["de", "auto"])), "target": "en"}
+        kind = "file"
+    else:
+        data = _translation(draw) if path == "/translate" else _suggestion(draw)
+        kind = draw(st.sampled_from(["json", "json", "form", "multipart"]))
     method = "POST"
-    kind = draw(st.sampled_from(["json", "json", "form", "multipart"]))
     content_type: str | None = CONTENT_TYPES[kind]
     body: bytes | None = None
     query: dict[str, Any] = {}
@@ -268,7 +315,17 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
             method = draw(st.sampled_from(["POST", "GET", "HEAD", "PUT", "OPTIONS", "DELETE"]))
             path = draw(
                 st.sampled_from(
-                    ["/", "/detect", "/health", "/languages", "/frontend/settings", "/translate", "/suggest"]
+                    [
+                        "/",
+                        "/detect",
+                        "/health",
+                        "/languages",
+                        "/frontend/settings",
+                        "/translate",
+                        "/suggest",
+                        "/translate_file",
+                        "/download_file/0.a_en.txt",
+                    ]
                 )
                 | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20).map(
                     lambda p: "/" + p.replace("?", "")
@@ -292,12 +349,25 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
         pairs = [(str(name), value) for name, value in data.items()]
         if kind == "json":
             body = json.dumps(data).encode()
+        elif kind == "file":
+            body = _file_multipart(pairs, _upload(draw))
         else:
             body = _form(pairs) if kind == "form" else _multipart(pairs, files=draw(st.booleans()))
     if query:
         path += "?" + _form(list(query.items())).decode()
     headers = {} if content_type is None else {"Content-Type": content_type}
     return method, path, {"content": body, "headers": headers}
+
+
+def check_file(running: InProcess, response: httpx.Response) -> None:
+    """A translated file: its URL downloads it once, as an attachment; then it is gone (404)."""
+    url = response.json()["translatedFileUrl"]
+    assert isinstance(url, str) and url.startswith("http://fuzz/download_file/")
+    path = urllib.parse.urlsplit(url).path
+    first, second = running.request("GET", path), running.request("GET", path)
+    assert first.status_code == 200 and first.headers["content-disposition"].startswith("attachment; ")
+    assert second.status_code == 404 and list(second.json()) == ["error"]
+    running.files += 1
 
 
 def check_answer(response: httpx.Response, method: str) -> None:
@@ -327,11 +397,18 @@ def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json(tmp_path: Pa
     database = tmp_path / "suggestions.db"
     running = server(database)
 
-    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+    @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
     @given(request=requests())
     def answers_well(request: tuple[str, str, dict[str, Any]]) -> None:
         method, path, arguments = request
-        check_answer(running.request(method, path, **arguments), method)
+        response = running.request(method, path, **arguments)
+        check_answer(response, method)
+        if (
+            response.status_code == 200
+            and method == "POST"
+            and response.request.url.path == "/translate_file"
+        ):
+            check_file(running, response)
 
     try:
         answers_well()
@@ -341,6 +418,7 @@ def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json(tmp_path: Pa
     assert running.statuses[200] >= 10 and running.statuses[400] >= 10, running.statuses
     assert running.alternatives >= 5, "the fuzz hardly ever got alternatives back"
     assert running.suggested >= 1, "the fuzz never got a suggestion stored"
+    assert running.files >= 1, "the fuzz never got a file translated"
     # Every suggestion answered {"success": true} is in the database, and no other.
     stored = sqlite3.connect(database).execute("SELECT count(*) FROM suggestions").fetchone()[0]
     assert stored == running.suggested
