@@ -10,6 +10,7 @@ this module in every session, including those that never build a model.
 from __future__ import annotations
 
 import collections
+import io
 import os
 import re
 import signal
@@ -302,3 +303,22 @@ def check_alternatives(url: str, rows: dict[str, list[str]]) -> None:
             "translatedText": "\n".join(rows[line][0] for line in lines),
             "alternatives": ["\n".join(rows[line][k] for line in lines) for k in (1, 2, 3)],
         }
+
+
+def word_file() -> bytes:
+    """A .docx of two German paragraphs (bold and italic runs inside sentences, a tab), a table
+    cell and a header, as python-docx writes it."""
+    import docx
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("Ein ")
+    paragraph.add_run("Mann").bold = True
+    paragraph.add_run(" fährt Fahrrad. Zwei ")
+    paragraph.add_run("Hunde").italic = True
+    paragraph.add_run(" spielen.\tEnde")
+    document.add_paragraph("42")
+    document.add_table(rows=1, cols=1).cell(0, 0).text = "Im Tisch. Hallo."
+    document.sections[0].header.paragraphs[0].text = "Kopf."
+    written = io.BytesIO()
+    document.save(written)
+    return written.getvalue()

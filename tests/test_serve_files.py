@@ -14,7 +14,7 @@ from pathlib import Path
 import docx
 import httpx
 import pytest
-from helpers import ServeProcess, start_server
+from helpers import ServeProcess, start_server, word_file
 
 import mt_cli
 from mt_cli.serve.files import download_name
@@ -29,20 +29,6 @@ SRT = (
 )
 TEXT = "Ein Mann fährt Fahrrad.  Zwei Hunde spielen im Schnee!\n\n   Eine Frau liest.\n42\n"
 PAGE = '<p class="a">Ein <b>Mann</b> fährt Fahrrad.</p><pre>Eine Frau.</pre>'
-
-
-def word_file() -> bytes:
-    document = docx.Document()
-    paragraph = document.add_paragraph("Ein ")
-    paragraph.add_run("Mann").bold = True
-    paragraph.add_run(" fährt Fahrrad. Zwei ")
-    paragraph.add_run("Hunde").italic = True
-    paragraph.add_run(" spielen.")
-    document.add_paragraph("")
-    document.add_table(rows=1, cols=1).cell(0, 0).text = "Eine Frau liest."
-    written = io.BytesIO()
-    document.save(written)
-    return written.getvalue()
 
 
 @pytest.fixture(scope="module")

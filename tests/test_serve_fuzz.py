@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import io
 import json
 import sqlite3
 import threading
@@ -27,6 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import word_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -250,17 +250,7 @@ def _suggestion(draw: st.DrawFn) -> dict[str, Any]:
     return data
 
 
-def _docx(text: str) -> bytes:
-    import docx
-
-    document = docx.Document()
-    document.add_paragraph(text).runs[0].bold = True
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
-DOCX = _docx("Ein Hund läuft. Zwei Katzen schlafen.")
+DOCX = word_file()
 SRT = (
     "1\r\n00:00:01,000 --> 00:00:02,500\r\nEin Hund.\r\n- Zwei!\r\n\r\n"
     "2\n00:00:03,000 --> 00:00:04,000\nJa.\n"

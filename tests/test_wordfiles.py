@@ -9,25 +9,11 @@ import zipfile
 
 import docx
 import pytest
+from helpers import word_file
 
 from mt_cli.documents.sentences import segmenter
 from mt_cli.documents.wordfiles import MAX_UNPACKED, WordDocument
 from mt_cli.errors import InputError
-
-
-def word_file() -> bytes:
-    document = docx.Document()
-    paragraph = document.add_paragraph("Ein ")
-    paragraph.add_run("Mann").bold = True
-    paragraph.add_run(" fährt Fahrrad. Zwei ")
-    paragraph.add_run("Hunde").italic = True
-    paragraph.add_run(" spielen.\tEnde")
-    document.add_paragraph("42")
-    document.add_table(rows=1, cols=1).cell(0, 0).text = "Im Tisch. Hallo."
-    document.sections[0].header.paragraphs[0].text = "Kopf."
-    written = io.BytesIO()
-    document.save(written)
-    return written.getvalue()
 
 
 def test_sentences_go_into_their_first_run_and_every_run_keeps_its_style() -> None:
