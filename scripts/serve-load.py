@@ -2,6 +2,8 @@
 #   mt serve --run runs/multi30k --port 5000 &
 #   mt translate --run runs/multi30k -i data/multi30k/test_2016_flickr.de.gz -o /tmp/test2016.en
 #   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en
+# and with one request in five a file (/translate_file, then its download), or one in ten malformed:
+#   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en --files 5
 # and with one request in ten malformed (each client's every tenth):
 #   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en \
 #       --malformed 10
@@ -14,8 +16,12 @@ and, with --expected (the `mt translate` output aligned with test2016), the answ
 from it. With --malformed K, each client's every K-th request is a malformed one instead (a lone
 surrogate in q or source, JSON nested past the parser, broken JSON, a body over the size limit,
 an unknown language, html, a missing q, a file field, a plain-text body, in turn), whose answer
-must be a 4xx with a JSON error: anything else counts in ``malformed_not_4xx``. Exits 1 if any
-well-formed request failed or a malformed one got no 4xx. Differences are not failures: the
+must be a 4xx with a JSON error: anything else counts in ``malformed_not_4xx``. With --files K,
+each client's every K-th request is a file of three sentences, a .txt (one a line) or a .srt (one
+a cue), in turn, posted to /translate_file and downloaded from the URL it answers: a failure if
+either is not a 200, or the .srt's number and timing lines did not come back as sent; its lines
+are checked against --expected as the others are. Exits 1 if any well-formed request failed or a
+malformed one got no 4xx. Differences are not failures: the
 engine's results depend slightly on what else shares the batch (padding changes the sums; in
 bf16, the default on a CPU with native bf16, enough to flip some lines), and the server's
 batches are whatever requests arrived together, while `mt translate` batches the file by length.
@@ -52,6 +58,7 @@ class Tally:
     checked: int = 0
     malformed: Counter[str] = field(default_factory=Counter)  # their statuses: "400", "413", ...
     malformed_not_4xx: int = 0  # malformed requests answered anything but a 4xx with a JSON error
+    files: int = 0  # files translated and downloaded
 
 
 def malformed_requests(sentence: str, api_key: str | None) -> list[tuple[str, dict[str, object]]]:
@@ -83,6 +90,52 @@ def malformed_requests(sentence: str, api_key: str | None) -> list[tuple[str, di
     ]
 
 
+def file_of(sentences: list[str], subtitles: bool) -> tuple[str, bytes]:
+    """A file of ``sentences``: a .srt of one cue each, or a .txt of one line each."""
+    if not subtitles:
+        return "load.txt", "".join(f"{line}\n" for line in sentences).encode()
+    cues = [f"{i + 1}\n00:00:0{i},000 --> 00:00:0{i},900\n{line}\n" for i, line in enumerate(sentences)]
+    return "load.srt", "\n".join(cues).encode()
+
+
+def translated_lines(name: str, sent: bytes, got: bytes) -> list[str] | None:
+    """The translations in a downloaded file, one per sentence sent; None if a .srt's number or
+    timing lines are not those sent."""
+    lines = got.decode("utf-8").split("\n")
+    if name.endswith(".txt"):
+        return lines[:-1]
+    kept = [(i, line) for i, line in enumerate(sent.decode("utf-8").split("\n")) if i % 4 != 2]
+    if any(i >= len(lines) or lines[i] != line for i, line in kept):
+        return None
+    return lines[2::4]
+
+
+async def send_file(
+    http: httpx.AsyncClient, args: argparse.Namespace, sentences: list[str], subtitles: bool, tally: Tally
+) -> list[str] | None:
+    """One file translated and downloaded; its translated lines, or None after counting a failure."""
+    name, data = file_of(sentences, subtitles)
+    fields = {"source": "de", "target": "en", **({"api_key": args.api_key} if args.api_key else {})}
+    try:
+        answer = await http.post(f"{args.url}/translate_file", files={"file": (name, data)}, data=fields)
+        if answer.status_code != 200:
+            tally.failures[f"file HTTP {answer.status_code}"] += 1
+            return None
+        download = await http.get(answer.json()["translatedFileUrl"])
+    except httpx.HTTPError as err:
+        tally.failures[f"file {type(err).__name__}"] += 1
+        return None
+    if download.status_code != 200:
+        tally.failures[f"download HTTP {download.status_code}"] += 1
+        return None
+    lines = translated_lines(name, data, download.content)
+    if lines is None or len(lines) != len(sentences):
+        tally.failures["file not kept"] += 1
+        return None
+    tally.files += 1
+    return lines
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="http://127.0.0.1:5000", help="the server (default: %(default)s)")
@@ -97,6 +150,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="random seed of the sentence choice")
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for one answer")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument(
+        "--files", type=int, default=0, metavar="K", help="make each client's every K-th request a file"
+    )
     parser.add_argument(
         "--malformed",
         type=int,
@@ -125,6 +181,17 @@ async def client(
             kinds = malformed_requests(sources[picks[0]], args.api_key)
             await send_malformed(http, args.url, kinds[(sent // args.malformed) % len(kinds)][1], tally)
             continue
+        if args.files and sent % args.files == 0:
+            picks = [rng.randrange(len(sources)) for _ in range(3)]
+            start = time.monotonic()
+            lines = await send_file(
+                http, args, [sources[i] for i in picks], (sent // args.files) % 2 == 1, tally
+            )
+            if lines is not None:
+                tally.latencies.append(time.monotonic() - start)
+                tally.lines += len(picks)
+                check(picks, lines, sources, expected, tally)
+            continue
         body: dict[str, object] = {
             "q": [sources[i] for i in picks] if args.lines > 1 else sources[picks[0]],
             "source": "de",
@@ -144,12 +211,20 @@ async def client(
             continue
         tally.latencies.append(time.monotonic() - start)
         tally.lines += len(picks)
-        if expected is not None:
-            answer = response.json()["translatedText"]
-            for index, text in zip(picks, answer if args.lines > 1 else [answer]):
-                tally.checked += 1
-                if text != expected[index]:
-                    tally.mismatches.append((sources[index], expected[index], text))
+        answer = response.json()["translatedText"]
+        check(picks, answer if args.lines > 1 else [answer], sources, expected, tally)
+
+
+def check(
+    picks: list[int], answers: list[str], sources: list[str], expected: list[str] | None, tally: Tally
+) -> None:
+    """Count the answers that differ from the expected translations of the sentences picked."""
+    if expected is None:
+        return
+    for index, text in zip(picks, answers):
+        tally.checked += 1
+        if text != expected[index]:
+            tally.mismatches.append((sources[index], expected[index], text))
 
 
 async def send_malformed(
@@ -212,6 +287,7 @@ def report(args: argparse.Namespace, tally: Tally, seconds: float) -> dict[str, 
         "malformed": sum(tally.malformed.values()),
         "malformed_statuses": dict(tally.malformed),
         "malformed_not_4xx": tally.malformed_not_4xx,
+        "files": tally.files,
     }
 
 

@@ -168,7 +168,7 @@ def _bad_requests() -> list[tuple[str, int, str, dict]]:
         ("detect without q", 400, "/detect", {"data": {"api_key": "x"}}),
         ("a declared big body", 413, "/translate", {"content": b" " * 40_000, "headers": as_json}),
         ("a streamed big body", 413, "/translate", {"content": _oversized_stream(), "headers": as_json}),
-        ("an unknown path", 404, "/translate_file", {"json": {}}),
+        ("an unknown path", 404, "/translate_document", {"json": {}}),
     ]
 
 
