@@ -15,7 +15,7 @@ Reports requests/s, lines/s, p50/p99 latency, the failures (any answer but 200, 
 and, with --expected (the `mt translate` output aligned with test2016), the answers that differ
 from it. With --malformed K, each client's every K-th request is a malformed one instead (a lone
 surrogate in q or source, JSON nested past the parser, broken JSON, a body over the size limit,
-an unknown language, html, a missing q, a file field, a plain-text body, in turn), whose answer
+an unknown language, format docx, a missing q, a file field, a plain-text body, in turn), whose answer
 must be a 4xx with a JSON error: anything else counts in ``malformed_not_4xx``. With --files K,
 each client's every K-th request is a file of three sentences, a .txt (one a line) or a .srt (one
 a cue), in turn, posted to /translate_file and downloaded from the URL it answers: a failure if
@@ -80,7 +80,7 @@ def malformed_requests(sentence: str, api_key: str | None) -> list[tuple[str, di
         ("broken JSON", {"content": json.dumps(good).encode()[:-3], "headers": as_json}),
         ("over the size limit", {"content": b" " * 200_000, "headers": as_json}),
         ("unknown language", {"json": {**good, "source": "xx"}}),
-        ("html", {"json": {**good, "format": "html"}}),
+        ("a format /translate does not take", {"json": {**good, "format": "docx"}}),
         ("no q", {"json": {key: value for key, value in good.items() if key != "q"}}),
         (
             "a file field",
