@@ -216,7 +216,9 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
         # auto: the first source's rules until the texts' languages are detected (``split_as``)
         languages=(pair.source if source == "auto" else source,) * len(texts),
     )
-    return check_sentences(request, pair)
+    # auto: its sentences are counted once its texts' languages are known (app, split_as), so
+    # that its documents are read once, by the rules they are translated with
+    return request if request.auto else check_sentences(request, pair)
 
 
 def check_sentences(request: TranslateRequest, pair: Pair) -> TranslateRequest:
