@@ -30,6 +30,7 @@ from mt_cli.model.transformer import build_model
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.optim import learning_rate
 from mt_cli.train.run import prepare, prepare_data, train
+from mt_cli.train.shrink import layers_to_copy, shrink
 from mt_cli.train.trainer import Trainer
 from mt_cli.train.warm_start import _parts, find_parent, freeze
 
@@ -146,6 +147,51 @@ def test_the_optimizer_and_schedule_are_fresh_unless_kept(parent: Path, tmp_path
     assert lr == pytest.approx(learning_rate(21, kept.cfg.train, kept.cfg.model.d_model))
 
 
+@pytest.mark.parametrize(
+    ("parent_layers", "child_layers", "kept"),
+    [
+        (3, 1, [0]),
+        (3, 2, [0, 2]),
+        (6, 2, [0, 5]),
+        (6, 3, [0, 2, 5]),
+        (12, 4, [0, 4, 7, 11]),
+        (4, 4, [0, 1, 2, 3]),
+    ],
+)
+def test_a_shallower_child_keeps_the_first_the_last_and_layers_evenly_between(
+    parent_layers: int, child_layers: int, kept: list[int]
+) -> None:
+    assert layers_to_copy(parent_layers, child_layers) == kept
+
+
+def test_a_shallower_child_starts_from_the_parents_kept_layers_and_learns(
+    parent: Path, tmp_path: Path
+) -> None:
+    # tiny: 2 encoder and 2 decoder layers; the child keeps the decoder's first.
+    trainer = child_trainer(parent, tmp_path / "child", "model.decoder_layers=1", "train.max_steps=3")
+    start = Checkpoint.load(RunDir(parent).best).model
+    weights = trainer.model.state_dict()
+    assert not any(name.startswith("decoder.1.") for name in weights)
+    for name, tensor in weights.items():
+        assert torch.equal(tensor, start[name]), name  # the same name: decoder.0 is the parent's decoder.0
+    assert sum(t.numel() for t in weights.values()) < sum(t.numel() for t in start.values())
+    first = events(tmp_path / "child", "val")[0]
+    parent_best = [e for e in events(parent, "val") if e["best"]][-1]
+    assert first["step"] == 0 and first["loss"] != parent_best["loss"]  # a different model, scored
+    trainer.fit()
+    assert trainer.progress.step == 3
+    card = Checkpoint.load(RunDir(tmp_path / "child").last).card
+    assert card.model.decoder_layers == 1 and card.model.encoder_layers == 2 and card.parent is not None
+
+
+def test_shrinking_renumbers_the_kept_layers_and_leaves_the_rest() -> None:
+    weights = {f"decoder.{i}.w": torch.full((1,), float(i)) for i in range(3)}
+    weights |= {"encoder.0.w": torch.zeros(1), "decoder_norm.weight": torch.ones(1)}
+    shrunk = shrink(weights, {"decoder": [0, 2]})
+    assert set(shrunk) == {"decoder.0.w", "decoder.1.w", "encoder.0.w", "decoder_norm.weight"}
+    assert shrunk["decoder.1.w"].item() == 2.0 and shrunk["decoder_norm.weight"].item() == 1.0
+
+
 def test_a_resumed_child_needs_no_parent_and_keeps_its_card(parent: Path, tmp_path: Path) -> None:
     copy, child = tmp_path / "parent", tmp_path / "child"
     shutil.copytree(parent, copy)
@@ -213,6 +259,21 @@ def mt_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
             "tokenizer.tgt_vocab_size=400 (parent: 500)",
         ),
         (["--init-from", "{parent}", "--set", "model.d_ff=256"], "model.d_ff=256 (parent: 128)"),
+        (
+            ["--init-from", "{parent}", "--set", "model.encoder_layers=3"],
+            "model.encoder_layers=3, but {parent} has 2; a warm start may keep fewer",
+        ),
+        (
+            [
+                "--init-from",
+                "{parent}:last",
+                "--set",
+                "model.decoder_layers=1",
+                "--set",
+                "train.init_keep=[optimizer]",
+            ],
+            "this model keeps fewer layers than",
+        ),
     ],
 )
 def test_bad_warm_starts_are_one_line_and_leave_nothing(
@@ -222,7 +283,7 @@ def test_bad_warm_starts_are_one_line_and_leave_nothing(
     result = mt_train(*(a.format(parent=parent) for a in args), cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
-    assert message in result.stderr
+    assert message.format(parent=parent) in result.stderr
     assert not (tmp_path / "new").exists()
     assert hashes(parent) == before
 

@@ -40,6 +40,7 @@ from mt_cli.errors import CheckpointError, ConfigError
 from mt_cli.model.transformer import Transformer
 from mt_cli.pretrained.importing import convert
 from mt_cli.pretrained.source import is_import_source
+from mt_cli.train.shrink import STACKS, describe, shrink, shrink_plan
 from mt_cli.trained import trained_from
 
 # Model keys a child may change: they act in training only, not on what the weights are.
@@ -66,6 +67,7 @@ class Parent:
     tokenizer_files: dict[str, bytes]  # name in a run directory -> content
     step: int  # the update it was saved at
     record: ParentCard  # what the new run's card says about it
+    layers: dict[str, list[int]]  # stack -> the parent's layers kept, where the new model is shallower
 
 
 def parent_sections(spec: str, languages: tuple[str, str]) -> dict[str, dict[str, Any]]:
@@ -101,32 +103,35 @@ def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
     except CheckpointError as err:
         raise CheckpointError(f"train.init_from: {err}") from None
     saved = Checkpoint.load(path)
-    _check(cfg, saved, str(root), path)
-    step = _check_kept_state(cfg, saved, path)
+    plan = _check(cfg, saved, str(root), path)
+    step = _check_kept_state(cfg, saved, path, plan)
     files = _tokenizer_files(parent_run, run, cfg)  # the parent has them; the new run has none, or the same
     try:
         trained = trained_from(parent_run, path, saved)
     except CheckpointError as err:
         raise CheckpointError(f"train.init_from: {err}") from None
     record = ParentCard(str(root), str(path), file_sha256(path))
-    return Parent(path, saved, trained.model.state_dict(), files, step, record)
+    return Parent(path, saved, shrink(trained.model.state_dict(), plan), files, step, record, plan)
 
 
 def _imported_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
     """A published model, converted in memory (``pretrained.importing``) and checked as a run would be."""
     converted = convert(spec, unsaid=(cfg.data.src_lang, cfg.data.tgt_lang))
     saved = converted.checkpoint
-    _check(cfg, saved, spec, spec)
-    step = _check_kept_state(cfg, saved, spec)
+    plan = _check(cfg, saved, spec, spec)
+    step = _check_kept_state(cfg, saved, spec, plan)
     for name, data in converted.tokenizer_files.items():
         _check_unchanged(run.root / name, data, spec)
-    return Parent(spec, saved, saved.model, converted.tokenizer_files, step, converted.parent)
+    weights = shrink(saved.model, plan)
+    return Parent(spec, saved, weights, converted.tokenizer_files, step, converted.parent, plan)
 
 
-def _check(cfg: Config, saved: Checkpoint, name: str, path: Path | str) -> None:
+def _check(cfg: Config, saved: Checkpoint, name: str, path: Path | str) -> dict[str, list[int]]:
+    """The parent checked against the new run; the layers each shallower stack keeps of it."""
     _check_languages(cfg, saved.card, name)
     _check_architecture(cfg.model, saved.card.model, name)
     _check_tokenizer_settings(cfg.tokenizer, saved, path)
+    return shrink_plan(cfg.model, saved.card.model, name)
 
 
 def _check_languages(cfg: Config, card: ModelCard, root: str) -> None:
@@ -163,9 +168,9 @@ def _check_architecture(ours: ModelConfig, theirs: ModelConfig, root: str) -> No
         "model",
         ours,
         theirs,
-        _REGULARISATION,
+        _REGULARISATION + tuple(STACKS),  # fewer layers: shrink_plan
         why,
-        "set them as the parent's (only the dropout rates may differ)",
+        "set them as the parent's (only the dropout rates and the number of layers may differ)",
     )
 
 
@@ -186,8 +191,13 @@ def _check_tokenizer_settings(ours: TokenizerConfig, saved: Checkpoint, path: Pa
     _require_same("tokenizer", ours, theirs, _TOKENIZER_TRAINING, why, "set them as the parent's")
 
 
-def _check_kept_state(cfg: Config, saved: Checkpoint, path: Path | str) -> int:
+def _check_kept_state(cfg: Config, saved: Checkpoint, path: Path | str, plan: dict[str, list[int]]) -> int:
     """The update ``saved`` was written at, once it holds what ``train.init_keep`` asks for."""
+    if "optimizer" in cfg.train.init_keep and plan:
+        raise CheckpointError(
+            f"train.init_keep has optimizer, but this model keeps fewer layers than {path}, so the "
+            "parent's optimizer state does not fit it; drop optimizer from train.init_keep"
+        )
     if "optimizer" in cfg.train.init_keep and saved.optimizer is None:
         raise CheckpointError(
             f"train.init_keep has optimizer, but {path} holds no optimizer state (only last.pt does); "
@@ -280,5 +290,6 @@ def started_from(parent: Parent, tc: TrainConfig, model: nn.Module) -> str:
     return (
         f"warm start from {parent.checkpoint} (update {parent.step}, sha256 {parent.record.sha256[:12]}): "
         + (f"keeping {' and '.join(kept)}" if kept else "a fresh optimizer and schedule")
+        + (f"; {describe(parent.layers)}" if parent.layers else "")
         + (f"; frozen: {', '.join(tc.freeze)} ({frozen / 1e6:.2f}M parameters)" if tc.freeze else "")
     )
