@@ -39,6 +39,18 @@ def sentences(text: str, language: str) -> list[str]:
         ("de", "Siehe Abb. 3 und Nr. 5, ca. 20 Meter.", ["Siehe Abb. 3 und Nr. 5, ca. 20 Meter."]),
         ("de", "Es waren 20. 3 davon kamen.", ["Es waren 20. 3 davon kamen."]),
         ("de", "Ein Mann mit HAUS. 3 Leute.", ["Ein Mann mit HAUS. 3 Leute."]),
+        # No stop: a capitalised article or number starts the next sentence in German and French.
+        (
+            "de",
+            "Zwei Männer in einer Stadt Ein Kind sitzt Eine Frau",
+            ["Zwei Männer in einer Stadt", "Ein Kind sitzt", "Eine Frau"],
+        ),
+        ("de", "Ein Mann, Die Frau läuft", ["Ein Mann, Die Frau läuft"]),  # after a comma: no cut
+        ("de", "Das Auto Ein", ["Das Auto Ein"]),  # a word must follow
+        ("fr", "Deux hommes dans une ville Un enfant joue", ["Deux hommes dans une ville", "Un enfant joue"]),
+        ("fr", "Un homme à La Rochelle le matin", ["Un homme à La Rochelle le matin"]),
+        ("cs", "Dva muži ve městě Muž běží", ["Dva muži ve městě Muž běží"]),
+        ("en", "Two men in a city A child sits", ["Two men in a city A child sits"]),
     ],
 )
 def test_sentences_are_split_by_the_languages_rules(language: str, text: str, expected: list[str]) -> None:
