@@ -5,8 +5,9 @@ same way, both scored with sacreBLEU against the English references joined the s
 for contrast, each paragraph translated as one unit, as mt did before it split sentences. Also
 the splitter's boundary accuracy on the paragraphs of de, fr and cs.
 
-    PYTHONPATH=. python scripts/paragraph-bleu.py --run /work/scratch/runs/default8 \
+    PYTHONPATH=. python scripts/paragraph-bleu.py --run runs/multi30k-bt-finetune \
         --out docs/logs/paragraph-bleu.json
+    PYTHONPATH=. python scripts/paragraph-bleu.py --splitter-only train --lines 5000  # held out
 
 A boundary is the place between two joined sentences, counted in non-space characters, so that
 whitespace never decides a match. Recall: true boundaries found; precision: boundaries found
@@ -46,10 +47,12 @@ def boundaries(text: str, spans: list[Span]) -> set[int]:
     return {non_space(text[:start]) for start, _ in spans[1:]}
 
 
-def accuracy(language: str) -> dict[str, float | int]:
+def accuracy(
+    language: str, split: str = "test_2016_flickr", limit: int | None = None
+) -> dict[str, float | int]:
     segment = segmenter()
     count: Counter[str] = Counter()
-    groups = paragraphs(read_lines(DATA / f"test_2016_flickr.{language}.gz"))
+    groups = paragraphs(read_lines(DATA / f"{split}.{language}.gz")[:limit])
     for group in groups:
         text = " ".join(group)
         truth, ended, done = set(), set(), 0
@@ -86,9 +89,23 @@ def bleu(hypotheses: list[str], references: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", type=Path, required=True, help="a trained de->en run directory")
+    parser.add_argument("--run", type=Path, help="a trained de->en run directory")
     parser.add_argument("--out", type=Path, help="write the results here as JSON")
+    parser.add_argument(
+        "--splitter-only",
+        choices=("val", "train"),
+        help="only the splitter's boundaries on this split's paragraphs",
+    )
+    parser.add_argument("--lines", type=int, help="with --splitter-only: its first N lines")
     args = parser.parse_args()
+    if args.splitter_only is not None:
+        counts = {
+            language: accuracy(language, args.splitter_only, args.lines) for language in ("de", "fr", "cs")
+        }
+        print(json.dumps(counts, indent=2))
+        return
+    if args.run is None:
+        parser.error("--run is required (or --splitter-only)")
 
     source = read_lines(DATA / "test_2016_flickr.de.gz")
     references = [" ".join(group) for group in paragraphs(read_lines(DATA / "test_2016_flickr.en.gz"))]
