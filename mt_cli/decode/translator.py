@@ -39,7 +39,7 @@ from mt_cli.decode.scoring import force_decode
 from mt_cli.errors import InputError
 from mt_cli.model.packed import pack_for_cpu_inference
 from mt_cli.model.transformer import Transformer
-from mt_cli.runtime.allocator import reuse_freed_memory
+from mt_cli.runtime.allocator import no_cycle_collection, reuse_freed_memory
 from mt_cli.runtime.device import autocast, inference_dtype, resolve_device
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.specials import EOS_PIECE
@@ -218,7 +218,7 @@ class Translator(CardEngine):
     ) -> list[list[Found]]:
         """The hypotheses of one batch of source ids (with EOS) of ``lines``."""
         src, src_mask = self._padded(sources)
-        with autocast(self.device, self.dtype):
+        with autocast(self.device, self.dtype), no_cycle_collection():
             return self._search(src, src_mask, options, lines)
 
     def _search(

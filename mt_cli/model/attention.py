@@ -71,6 +71,13 @@ def _softmax(scores: Tensor) -> Tensor:
     return torch.softmax(scores, dim=-1)
 
 
+def source_bias(src_mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """The additive form of a source mask (B, 1, 1, S): 0 where True, -inf where False."""
+    return torch.zeros(src_mask.shape, dtype=dtype, device=src_mask.device).masked_fill_(
+        ~src_mask, float("-inf")
+    )
+
+
 class MultiHeadAttention(nn.Module):
     """Shared part of self- and cross-attention: head split/merge, SDPA and the output projection.
 
@@ -115,22 +122,32 @@ class MultiHeadAttention(nn.Module):
         return self._merge(ctx), weights
 
     def attend_step(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None,
+        need_weights: bool = False,
+        bias: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """``attend`` for a decoding step (inference, a few queries per row): two matrix products.
 
         SDPA's CPU kernel (flash attention) tiles for long query blocks; with one query per
         hypothesis it spends most of a beam step there (torch 2.13: ~4x the two products for
-        (1000, 4, 1, 64) queries over 30 keys). Returns (B, L, D) and, if asked, the weights.
+        (1000, 4, 1, 64) queries over 30 keys). ``bias`` (broadcastable to (B, H, L, M)), added to
+        the scores, masks in one addition what ``mask`` does in two fills (a row must keep a key).
+        Returns (B, L, D) and, if asked, the weights.
         """
-        weights = self._weights(q, k, mask)  # (B, H, L, M)
+        weights = self._weights(q, k, mask, bias)  # (B, H, L, M)
         ctx = _context(weights, v)  # (B, H, L, Dh)
         return self._merge(ctx), weights if need_weights else None  # (B, L, D)
 
-    def _weights(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
+    def _weights(self, q: Tensor, k: Tensor, mask: Tensor | None, bias: Tensor | None = None) -> Tensor:
         """Softmax attention weights (B, H, L, M) in q's dtype (softmax accumulates in fp32)."""
         scores = _scores(q, k)  # (B, H, L, M)
         scores.mul_(self.head_dim**-0.5)
+        if bias is not None:
+            scores.add_(bias)
         if mask is None:
             return _softmax(scores)
         weights = _softmax(scores.masked_fill_(~mask, float("-inf")))  # (B, H, L, M)
@@ -206,10 +223,11 @@ class CrossAttention(MultiHeadAttention):
         return self.attend(q, k, v, mask, need_weights)
 
     def step(
-        self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor, need_weights: bool = False
+        self, x: Tensor, k: Tensor, v: Tensor, bias: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         """One position for G hypotheses per source: x (B*G, 1, D), rows grouped by source, onto
-        that source's k/v (B, H, S, Dh) and mask (B, 1, 1, S).
+        that source's k/v (B, H, S, Dh) and additive mask ``bias`` (B, 1, 1, S): 0 for a real key,
+        -inf for padding (``source_bias``; every source has a real key, its EOS).
 
         Each source's G queries attend as one (G, S) block, so beams share one copy of the
         source's k/v instead of reading a copy each. Returns (B*G, 1, D) and, if asked, the
@@ -217,7 +235,7 @@ class CrossAttention(MultiHeadAttention):
         """
         sources = k.size(0)
         q = self.q(x).view(sources, -1, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, G, Dh)
-        out, weights = self.attend_step(q, k, v, mask, need_weights)  # (B, G, D), (B, H, G, S)
+        out, weights = self.attend_step(q, k, v, None, need_weights, bias)  # (B, G, D), (B, H, G, S)
         if weights is not None:
             weights = weights.transpose(1, 2).reshape(-1, self.n_heads, 1, weights.size(-1))  # (B*G, H, 1, S)
         return out.reshape(-1, 1, self.d_model), weights  # (B*G, 1, D)

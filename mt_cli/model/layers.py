@@ -122,21 +122,21 @@ class DecoderLayer(nn.Module):
         return self.norm3(x + self.dropout(self.ffn(x)))
 
     def step(
-        self, x: Tensor, cache: LayerCache, src_mask: Tensor, length: int, need_weights: bool = False
+        self, x: Tensor, cache: LayerCache, src_bias: Tensor, length: int, need_weights: bool = False
     ) -> tuple[Tensor, LayerCache, Tensor | None]:
         """One position x (B*G, 1, D) after ``length`` cached ones -> (B*G, 1, D), the extended
         cache and, if asked, the cross-attention weights (B*G, H, 1, S); G hypotheses per source
-        (see ``DecoderCache``)."""
+        (see ``DecoderCache``); src_bias (B, 1, 1, S): 0 on real source keys, -inf on padding."""
         if self.norm_first:
             sa, k, v = self.self_attn.step(self.norm1(x), cache.self_k, cache.self_v, length)
             x = x + self.dropout(sa)
-            ca, w = self.cross_attn.step(self.norm2(x), cache.cross_k, cache.cross_v, src_mask, need_weights)
+            ca, w = self.cross_attn.step(self.norm2(x), cache.cross_k, cache.cross_v, src_bias, need_weights)
             x = x + self.dropout(ca)
             x = x + self.dropout(self.ffn(self.norm3(x)))
         else:
             sa, k, v = self.self_attn.step(x, cache.self_k, cache.self_v, length)
             x = self.norm1(x + self.dropout(sa))
-            ca, w = self.cross_attn.step(x, cache.cross_k, cache.cross_v, src_mask, need_weights)
+            ca, w = self.cross_attn.step(x, cache.cross_k, cache.cross_v, src_bias, need_weights)
             x = self.norm2(x + self.dropout(ca))
             x = self.norm3(x + self.dropout(self.ffn(x)))
         return x, LayerCache(k, v, cache.cross_k, cache.cross_v), w

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from mt_cli.config.sections import ModelConfig
+from mt_cli.model.attention import source_bias
 from mt_cli.model.cache import DecoderCache
 from mt_cli.model.dropout import Dropout, TokenDropout
 from mt_cli.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding
@@ -144,9 +145,10 @@ class Transformer(nn.Module):
         chosen = self.decoder_layer_index(attention_layer) if return_attention else -1
         layers = []
         weights = None
+        bias = source_bias(cache.src_mask, cache.layers[0].cross_k.dtype)  # (B, 1, 1, S), once a step
         for i, (layer, layer_cache) in enumerate(zip(self.decoder, cache.layers, strict=True)):
             x, layer_cache, w = layer.step(
-                x, layer_cache, cache.src_mask, cache.length, return_attention and i == chosen
+                x, layer_cache, bias, cache.length, return_attention and i == chosen
             )
             layers.append(layer_cache)
             if w is not None:

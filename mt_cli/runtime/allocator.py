@@ -1,4 +1,5 @@
-"""glibc's malloc told to keep freed memory for the next decoding step (``reuse_freed_memory``).
+"""glibc's malloc told to keep freed memory for the next decoding step (``reuse_freed_memory``),
+and Python's cycle collector held off while a batch decodes (``no_cycle_collection``).
 
 torch allocates CPU tensors with malloc. A decoding step makes and frees tensors of megabytes (the
 step's scores over the vocabulary, the reordered key/value cache); by default glibc gives the top
@@ -14,10 +15,13 @@ Only where the C library is glibc (Linux); elsewhere nothing changes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
+import gc
 import sys
+from collections.abc import Iterator
 
 _M_TRIM_THRESHOLD = -1  # malloc.h
 _M_MMAP_THRESHOLD = -3
@@ -41,3 +45,18 @@ def reuse_freed_memory() -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
         mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
     )
+
+
+@contextlib.contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector off inside (as it was after). A decoding step makes hundreds of
+    tensors and frees them by reference count; their allocations alone start collections that scan
+    every object the process holds, ~1.5% of fp32 beam search's time and nothing found
+    (docs/benchmarks.md, "Engines")."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
