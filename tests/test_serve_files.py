@@ -7,6 +7,7 @@ server's directory, which is gone once the server stops."""
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,3 +177,24 @@ def test_files_off_is_a_403(trained_run: Path) -> None:
         "error": "Files translation are disabled on this server."
     }
     assert settings["filesTranslation"] is False and settings["supportedFilesFormat"] == []
+
+
+def test_a_killed_servers_directory_is_removed_by_the_next_server(trained_run: Path, tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(tmp_path))
+        killed = start_server(trained_run)
+        killed.kill()  # SIGKILL: no shutdown, its directory stays
+        killed.process.wait()
+        (left,) = tmp_path.iterdir()
+        assert left.name.startswith(f"mt-serve-files-{killed.process.pid}-")
+        alive = tmp_path / f"mt-serve-files-{os.getpid()}-kept"  # a live process's: not touched
+        alive.mkdir()
+        other = tmp_path / "mt-serve-files-notapid"  # not a server's directory by its name
+        other.mkdir()
+        running = start_server(trained_run)
+    try:
+        names = {path.name for path in tmp_path.iterdir()}
+    finally:
+        assert running.stop() == 0
+    assert left.name not in names and {alive.name, other.name} <= names
+    assert len(names) == 3  # the two kept and the running server's own

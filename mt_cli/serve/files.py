@@ -72,6 +72,28 @@ class _Stored:
     form: FileFormat
 
 
+_PREFIX = "mt-serve-files-"  # then the server's process id, a dash and mkdtemp's random part
+
+
+def _remove_orphans(root: Path) -> None:
+    """Remove the file directories that servers killed with SIGKILL left in ``root``: those whose
+    process no longer exists (a live one's, or a reused id's, stay)."""
+    for directory in root.glob(f"{_PREFIX}*-*"):
+        pid = directory.name[len(_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and directory.is_dir() and not _alive(int(pid)):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 class FileStore:
     """The server's directory of translated files, each removed at its first download or its
     deadline; used on the event loop only, so no two requests race for one file."""
@@ -83,7 +105,9 @@ class FileStore:
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="mt-serve-files-"))
+        root = Path(tempfile.gettempdir())
+        _remove_orphans(root)
+        self.directory = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=root))
         self._sweeper = asyncio.ensure_future(self._sweep_forever())
 
     async def close(self) -> None:
