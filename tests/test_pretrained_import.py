@@ -243,6 +243,25 @@ def test_init_from_a_marian_directory_starts_where_its_import_does(
     ).read_bytes()
 
 
+def test_a_published_model_shrinks_to_fewer_layers(
+    marian_dir: Path, imported: TrainedModel, tmp_path: Path
+) -> None:
+    from mt_cli.config.recipe import load_config
+    from mt_cli.disk.layout import RunDir
+    from mt_cli.train.warm_start import find_parent, parent_sections
+
+    recipe = fine_tune_recipe(tmp_path / "finetune.yaml", pairs=1000, steps=10, validate_every=10)
+    overrides = [f"train.init_from={marian_dir}", "model.decoder_layers=1"]
+    cfg = load_config(recipe, overrides, parent_sections)
+    (tmp_path / "child").mkdir()
+    parent = find_parent(str(marian_dir), cfg, RunDir(tmp_path / "child"))
+    full = imported.model.state_dict()  # the same conversion, all of it
+    assert parent.layers == {"decoder": [0]} and cfg.model.encoder_layers == 2
+    assert not any(name.startswith("decoder.1.") for name in parent.weights)
+    assert set(parent.weights) == {name for name in full if not name.startswith("decoder.1.")}
+    assert all(torch.equal(parent.weights[name], full[name]) for name in parent.weights)
+
+
 def test_everything_that_takes_a_run_takes_an_import(imported: TrainedModel, tmp_path: Path) -> None:
     """translate (both engines), eval, score, --ensemble, serve, and every export: the imported run
     is an ordinary run. The exports are checked by reading them back: Hugging Face by importing
