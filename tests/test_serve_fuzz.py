@@ -406,7 +406,10 @@ def test_no_request_gets_a_500_a_hang_or_an_answer_that_is_not_json(tmp_path: Pa
         running.close()
     # A fuzz that never got past the parser, or never refused, would prove little.
     assert running.statuses[200] >= 10 and running.statuses[400] >= 10, running.statuses
-    assert running.alternatives >= 5, "the fuzz hardly ever got alternatives back"
+    # Answers with alternatives vary from run to run (2 to 24 of 250 examples in 50 runs: most
+    # requests are mutated into refusals, and the tiny model's alternatives are often its best
+    # again, which LibreTranslate's rule leaves out); test_serve_alternatives checks their values.
+    assert running.alternatives >= 1, "the fuzz never got alternatives back"
     assert running.suggested >= 1, "the fuzz never got a suggestion stored"
     assert running.files >= 1, "the fuzz never got a file translated"
     # Every suggestion answered {"success": true} is in the database, and no other.
