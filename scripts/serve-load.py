@@ -2,7 +2,7 @@
 #   mt serve --run runs/multi30k --port 5000 &
 #   mt translate --run runs/multi30k -i data/multi30k/test_2016_flickr.de.gz -o /tmp/test2016.en
 #   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en
-# and with one request in five a file (/translate_file, then its download), or one in ten malformed:
+# and with one request in five a file (/translate_file, then its download):
 #   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en --files 5
 # and with one request in ten malformed (each client's every tenth):
 #   python scripts/serve-load.py --url http://127.0.0.1:5000 -n 32 -T 60 --expected /tmp/test2016.en \

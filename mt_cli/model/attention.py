@@ -122,23 +122,17 @@ class MultiHeadAttention(nn.Module):
         return self._merge(ctx), weights
 
     def attend_step(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        mask: Tensor | None,
-        need_weights: bool = False,
-        bias: Tensor | None = None,
+        self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         """``attend`` for a decoding step (inference, a few queries per row): two matrix products.
 
         SDPA's CPU kernel (flash attention) tiles for long query blocks; with one query per
         hypothesis it spends most of a beam step there (torch 2.13: ~4x the two products for
-        (1000, 4, 1, 64) queries over 30 keys). ``bias`` (broadcastable to (B, H, L, M)), added to
-        the scores, masks in one addition what ``mask`` does in two fills (a row must keep a key).
-        Returns (B, L, D) and, if asked, the weights.
+        (1000, 4, 1, 64) queries over 30 keys). ``bias`` (broadcastable to (B, H, L, M); None: every
+        key), added to the scores, masks in one addition what a boolean mask does in two fills (a
+        row must keep a key). Returns (B, L, D) and, if asked, the weights.
         """
-        weights = self._weights(q, k, mask, bias)  # (B, H, L, M)
+        weights = self._weights(q, k, None, bias)  # (B, H, L, M)
         ctx = _context(weights, v)  # (B, H, L, Dh)
         return self._merge(ctx), weights if need_weights else None  # (B, L, D)
 
@@ -235,7 +229,7 @@ class CrossAttention(MultiHeadAttention):
         """
         sources = k.size(0)
         q = self.q(x).view(sources, -1, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, G, Dh)
-        out, weights = self.attend_step(q, k, v, None, need_weights, bias)  # (B, G, D), (B, H, G, S)
+        out, weights = self.attend_step(q, k, v, bias, need_weights)  # (B, G, D), (B, H, G, S)
         if weights is not None:
             weights = weights.transpose(1, 2).reshape(-1, self.n_heads, 1, weights.size(-1))  # (B*G, H, 1, S)
         return out.reshape(-1, 1, self.d_model), weights  # (B*G, 1, D)
