@@ -39,6 +39,15 @@ def test_seeded_masks_repeat_and_bf16_keeps_its_dtype() -> None:
     assert not torch.equal(layer(x), first)  # the generator moved on
 
 
+def test_bf16_scales_by_the_bf16_rounded_factor() -> None:
+    torch.manual_seed(2)
+    x = (torch.rand(300, 40) + 0.5).to(torch.bfloat16)
+    y = Dropout(0.1).train()(x)
+    kept = y != 0
+    assert kept.float().mean().item() == pytest.approx(0.9, abs=0.01)
+    assert torch.equal(y[kept], x[kept] * torch.tensor(1 / 0.9, dtype=torch.bfloat16))
+
+
 def test_identity_in_eval_and_at_zero() -> None:
     x = torch.randn(4, 5)
     assert Dropout(0.3).eval()(x) is x

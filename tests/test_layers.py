@@ -110,6 +110,28 @@ def test_attention_weights_path_matches_sdpa_and_is_causal() -> None:
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 6))
 
 
+def test_bf16_training_attention_follows_fp32_sdpa_in_value_and_gradient() -> None:
+    """bf16 training on the CPU takes the explicit path (two products and a softmax)."""
+    torch.manual_seed(4)
+    attn = SelfAttention(D, H, 0.0).train()
+    x = torch.randn(3, 7, D)
+    mask = (
+        torch.ones(7, 7, dtype=torch.bool).tril()[None, None]
+        & _lengths_to_keep([7, 5, 2], 7)[:, None, None, :]
+    )
+    outputs, grads = [], []
+    for dtype in (torch.float32, torch.bfloat16):
+        xd = x.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            out, _ = attn(xd, mask)
+        assert out.dtype == dtype
+        out.float().square().sum().backward()
+        outputs.append(out.float())
+        grads.append(xd.grad)
+    torch.testing.assert_close(outputs[1], outputs[0], atol=0.05, rtol=0.02)
+    torch.testing.assert_close(grads[1], grads[0], atol=0.1, rtol=0.05)
+
+
 def test_fully_masked_row_gives_zeros_not_nan() -> None:
     torch.manual_seed(0)
     attn = CrossAttention(D, H, 0.0)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
+import torch.nn.functional as F
 
 from mt_cli.data.batch import collate
 from mt_cli.model.loss import token_loss
+from mt_cli.specials import PAD_ID
 
 
 def test_padding_and_smoothing_do_not_count_as_tokens() -> None:
@@ -23,3 +26,29 @@ def test_padding_and_smoothing_do_not_count_as_tokens() -> None:
     smoothed = token_loss(logits, batch.tgt_out, 0.1)
     assert smoothed > 0 and not torch.isclose(smoothed, summed)
     assert token_loss(logits, batch.tgt_out) == summed  # no smoothing unless asked: validation's NLL
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_training_loss_and_gradient_equal_cross_entropys(dtype: torch.dtype, smoothing: float) -> None:
+    torch.manual_seed(3)
+    target = torch.randint(PAD_ID + 1, 50, (6, 9))
+    target[0, 5:] = PAD_ID
+    target[4, 2:] = PAD_ID
+    start = (torch.randn(6, 9, 50) * 4).to(dtype)
+    ours = start.clone().requires_grad_()
+    theirs = start.clone().requires_grad_()
+    loss = token_loss(ours, target, smoothing)
+    flat = theirs.reshape(-1, 50).float()
+    reference = F.cross_entropy(
+        flat, target.reshape(-1), ignore_index=PAD_ID, label_smoothing=smoothing, reduction="sum"
+    )
+    (loss * 0.37).backward()
+    (reference * 0.37).backward()
+    torch.testing.assert_close(loss, reference, rtol=1e-5, atol=1e-4)
+    assert ours.grad.dtype == dtype
+    assert torch.all(ours.grad[0, 5:] == 0) and torch.all(ours.grad[4, 2:] == 0)
+    tolerance = {torch.float32: 1e-6, torch.bfloat16: 8e-3, torch.float16: 1e-3}[dtype]
+    torch.testing.assert_close(ours.grad.float(), theirs.grad.float(), rtol=0, atol=tolerance)
+    with torch.no_grad():
+        torch.testing.assert_close(token_loss(ours, target, smoothing), reference, rtol=1e-5, atol=1e-4)

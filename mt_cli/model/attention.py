@@ -11,22 +11,20 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from mt_cli.model.packed import Linear
 
 
-def _sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
-    """``F.scaled_dot_product_attention``, steered off the CPU flash kernel when training in bf16/fp16.
+def _explicit_for_training(q: Tensor) -> bool:
+    """Whether to train attention as two products and a softmax instead of SDPA: bf16/fp16 on the CPU.
 
-    That kernel's backward is several times slower than the math kernel at NMT lengths (torch
-    2.13, (64, 4, 21, 64) bf16 fwd+bwd: ~14 ms vs ~5 ms; a whole training step ~20% slower).
-    Inference and fp32 keep the default choice, where flash is as fast or faster.
+    There SDPA's flash kernel has a backward several times slower than the math kernel at NMT
+    lengths (torch 2.13, (64, 4, 21, 64) bf16 fwd+bwd: ~14 ms vs ~5 ms), and the math kernel
+    casts q, k and v to fp32 and its output back; the explicit form casts only the (B, H, L, M)
+    scores, smaller than q, k and v at these lengths: a training update 3.5% faster than with the
+    math kernel (benchmarks.md, "Training throughput"). Inference and fp32 keep SDPA's choice.
     """
-    if q.requires_grad and q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16):
-        with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    return q.requires_grad and q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16)
 
 
 # ATen's CPU bmm multiplies matrices of fewer multiply-adds than this in a scalar loop (torch 2.13),
@@ -113,13 +111,13 @@ class MultiHeadAttention(nn.Module):
         """
         p = self.attention_dropout if self.training else 0.0
         weights = None
-        if need_weights:
+        if need_weights or _explicit_for_training(q):
             # SDPA does not return its weights, so this path computes them explicitly.
             weights = self._weights(q, k, mask)  # (B, H, L, M)
             ctx = F.dropout(weights, p, self.training) @ v  # (B, H, L, Dh)
         else:
-            ctx = _sdpa(q, k, v, mask, p)  # (B, H, L, Dh)
-        return self._merge(ctx), weights
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, L, Dh)
+        return self._merge(ctx), weights if need_weights else None
 
     def attend_step(
         self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, need_weights: bool = False

@@ -4,7 +4,11 @@
 in a bf16 CPU training step of the default model that was over a quarter of the step time.
 Here one 64-bit draw gives four 16-bit uniforms, compared against a threshold: about 3x
 faster, same default generator (so seeding and saved RNG state still cover it), with p
-rounded to a multiple of 1/65536. Other devices use ``F.dropout``.
+rounded to a multiple of 1/65536. The kept positions are scaled by multiplying with a mask in
+x's dtype, whose backward is one product; ``torch.where`` on a boolean mask, forward and
+backward, took a quarter longer. In bf16 the mask holds 1/(1-p) rounded to bf16 (1.109375 for
+p = 0.1, 0.16% low), within what every bf16 product rounds anyway. Other devices use
+``F.dropout``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ class Dropout(nn.Module):
             return F.dropout(x, self.p, training=True)
         words = torch.empty((x.numel() + 3) // 4, dtype=torch.int64).random_(-(2**63), None)
         keep = words.view(torch.int16)[: x.numel()].view(x.shape) >= self.threshold  # same shape as x
-        return torch.where(keep, x * self.scale, 0.0)
+        return x * keep.to(x.dtype).mul_(self.scale)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

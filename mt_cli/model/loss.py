@@ -1,4 +1,12 @@
-"""The token loss: the one cross-entropy that training, validation and ``mt bench`` all use."""
+"""The token loss: the one cross-entropy that training, validation and ``mt bench`` all use.
+
+Training computes it with ``_SmoothedCrossEntropy``, which works out the gradient of the logits in
+the forward pass, from the log-probabilities it has at hand, and keeps only that gradient in the
+logits' dtype: its backward is one product. ``F.cross_entropy`` on bf16 logits keeps fp32
+log-probabilities and builds the gradient from zeros, a scatter and an add in the backward; on the
+CPU that took 2.6x as long for a (2048, 4000) batch (benchmarks.md, "Training throughput"). The
+loss and gradient are the same; validation, without gradients, keeps ``F.cross_entropy``.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +22,46 @@ def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.
     Summed, not averaged: the caller divides by the real target tokens of the whole update
     (training, across accumulation and ranks) or of the whole split (validation).
     """
+    flat_logits = logits.reshape(-1, logits.size(-1))  # (B*T, V)
+    flat_target = target.reshape(-1)  # (B*T,)
+    if torch.is_grad_enabled() and logits.requires_grad:
+        return _SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing)
     return F.cross_entropy(
-        logits.reshape(-1, logits.size(-1)).float(),  # (B*T, V), fp32 whatever the compute dtype
-        target.reshape(-1),  # (B*T,)
+        flat_logits.float(),  # fp32 whatever the compute dtype
+        flat_target,
         ignore_index=PAD_ID,
         label_smoothing=smoothing,
         reduction="sum",
     )
+
+
+class _SmoothedCrossEntropy(torch.autograd.Function):
+    """``F.cross_entropy(logits.float(), target, ignore_index=PAD_ID, label_smoothing=smoothing,
+    reduction="sum")`` with the gradient computed in the forward pass.
+
+    Per real row: loss = -(1 - s) log p[target] - s mean(log p), whose gradient in the logits is
+    p - (1 - s) onehot(target) - s / V; padding rows have none.
+    """
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
+        log_probs = torch.log_softmax(logits, -1, dtype=torch.float32)  # (N, V)
+        column = target.unsqueeze(1)  # (N, 1)
+        padding = target == PAD_ID  # (N,)
+        kept = (1 - smoothing) * log_probs.gather(1, column).squeeze(1) + smoothing * log_probs.mean(-1)
+        loss = -kept.masked_fill(padding, 0.0).sum()
+        grad = log_probs.exp_()  # (N, V): the probabilities, in place of the log-probabilities
+        if smoothing:
+            grad.sub_(smoothing / logits.size(-1))
+        grad.scatter_add_(1, column, torch.full(column.shape, smoothing - 1.0, dtype=grad.dtype))
+        grad.index_fill_(0, padding.nonzero().squeeze(1), 0.0)
+        # fp16's range would lose the smallest probabilities before the loss scale multiplies them.
+        keep_dtype = torch.float32 if logits.dtype == torch.float16 else logits.dtype
+        ctx.save_for_backward(grad.to(keep_dtype))
+        ctx.logits_dtype = logits.dtype
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (grad,) = ctx.saved_tensors
+        return (grad * grad_loss).to(ctx.logits_dtype), None, None
