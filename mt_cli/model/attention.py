@@ -20,9 +20,9 @@ def _explicit_for_training(q: Tensor) -> bool:
 
     There SDPA's flash kernel has a backward several times slower than the math kernel at NMT
     lengths (torch 2.13, (64, 4, 21, 64) bf16 fwd+bwd: ~14 ms vs ~5 ms), and the math kernel
-    casts q, k and v to fp32 and its output back; the explicit form casts only the (B, H, L, M)
-    scores, smaller than q, k and v at these lengths: a training update 3.5% faster than with the
-    math kernel (benchmarks.md, "Training throughput"). Inference and fp32 keep SDPA's choice.
+    casts q, k and v to fp32 and its output back; the explicit form stays in bf16 (the softmax
+    kernel accumulates in fp32 inside): a training update 3.5% faster than with the math kernel
+    (benchmarks.md, "The training update"). Inference and fp32 keep SDPA's choice.
     """
     return q.requires_grad and q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16)
 

@@ -4,7 +4,7 @@ Training computes it with ``_SmoothedCrossEntropy``, which works out the gradien
 the forward pass, from the log-probabilities it has at hand, and keeps only that gradient in the
 logits' dtype: its backward is one product. ``F.cross_entropy`` on bf16 logits keeps fp32
 log-probabilities and builds the gradient from zeros, a scatter and an add in the backward; on the
-CPU that took 2.6x as long for a (2048, 4000) batch (benchmarks.md, "Training throughput"). The
+CPU that took 2.6x as long for a (2048, 4000) batch (benchmarks.md, "The training update"). The
 loss and gradient are the same; validation, without gradients, keeps ``F.cross_entropy``.
 """
 
