@@ -1,8 +1,8 @@
 """The token loss: the one cross-entropy that training, validation and ``mt bench`` all use.
 
 Training computes it with ``_SmoothedCrossEntropy``, which works out the gradient of the logits in
-the forward pass, from the log-probabilities it has at hand, and keeps only that gradient in the
-logits' dtype: its backward is one product. ``F.cross_entropy`` on bf16 logits keeps fp32
+the forward pass, from the log-probabilities it has at hand, and keeps only that gradient, in the
+logits' dtype (fp32 for fp16): its backward is one product. ``F.cross_entropy`` on bf16 logits keeps fp32
 log-probabilities and builds the gradient from zeros, a scatter and an add in the backward; on the
 CPU that took 2.6x as long for a (2048, 4000) batch (benchmarks.md, "The training update"). The
 loss and gradient are the same; validation, without gradients, keeps ``F.cross_entropy``.
@@ -48,12 +48,12 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         log_probs = torch.log_softmax(logits, -1, dtype=torch.float32)  # (N, V)
         column = target.unsqueeze(1)  # (N, 1)
         padding = target == PAD_ID  # (N,)
-        kept = (1 - smoothing) * log_probs.gather(1, column).squeeze(1) + smoothing * log_probs.mean(-1)
-        loss = -kept.masked_fill(padding, 0.0).sum()
+        likelihood = (1 - smoothing) * log_probs.gather(1, column).squeeze(1) + smoothing * log_probs.mean(-1)
+        loss = -likelihood.masked_fill(padding, 0.0).sum()
         grad = log_probs.exp_()  # (N, V): the probabilities, in place of the log-probabilities
         if smoothing:
             grad.sub_(smoothing / logits.size(-1))
-        grad.scatter_add_(1, column, torch.full(column.shape, smoothing - 1.0, dtype=grad.dtype))
+        grad.scatter_add_(1, column, torch.full_like(column, smoothing - 1.0, dtype=grad.dtype))
         grad.index_fill_(0, padding.nonzero().squeeze(1), 0.0)
         # fp16's range would lose the smallest probabilities before the loss scale multiplies them.
         keep_dtype = torch.float32 if logits.dtype == torch.float16 else logits.dtype
