@@ -43,7 +43,8 @@ for group in groups[:10]:
     trainer.update(group)
 start = time.perf_counter()
 losses = [trainer.update(group)[0] for group in groups[10:]]
-print(json.dumps({"ms": (time.perf_counter() - start) / 30 * 1000, "loss": sum(losses) / 30}))
+seconds = time.perf_counter() - start
+print(json.dumps({"ms": seconds / len(losses) * 1000, "loss": sum(losses) / len(losses)}))
 """
 
 

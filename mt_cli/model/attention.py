@@ -110,7 +110,6 @@ class MultiHeadAttention(nn.Module):
         (B, H, L, M) before dropout.
         """
         p = self.attention_dropout if self.training else 0.0
-        weights = None
         if need_weights or _explicit_for_training(q):
             # SDPA does not return its weights, nor trains fast in bf16 on the CPU: computed here.
             weights = self._weights(q, k, mask)  # (B, H, L, M)

@@ -2,10 +2,11 @@
 
 Training computes it with ``_SmoothedCrossEntropy``, which works out the gradient of the logits in
 the forward pass, from the log-probabilities it has at hand, and keeps only that gradient, in the
-logits' dtype (fp32 for fp16): its backward is one product. ``F.cross_entropy`` on bf16 logits keeps fp32
-log-probabilities and builds the gradient from zeros, a scatter and an add in the backward; on the
-CPU that took 2.6x as long for a (2048, 4000) batch (benchmarks.md, "The training update"). The
-loss and gradient are the same; validation, without gradients, keeps ``F.cross_entropy``.
+logits' dtype (fp32 for fp16): its backward is one product. ``F.cross_entropy`` on bf16 logits
+keeps fp32 log-probabilities and builds the gradient from zeros, a scatter and an add in the
+backward; on the CPU that took 2.6x as long for a (2048, 4000) batch (benchmarks.md, "The training
+update"). The loss and gradient are the same; validation, without gradients, keeps
+``F.cross_entropy``.
 """
 
 from __future__ import annotations
