@@ -6,12 +6,15 @@
 # eager training speed. Each stage appends its figures to one results file, RESULTS (default
 # ${OUT:-/tmp}/gpu-check.md), to be copied into docs/benchmarks.md; runs and logs go to R
 # (default /tmp/gpu-check). Stages are separate so that each fits a 10-minute slot.
-# WMT_PAIRS (default 1000000) sets the synthetic corpus size; WMT_STEPS (default 30) the updates timed.
+# WMT_PAIRS (default 1000000) sets the synthetic corpus size; WMT_STEPS (default 30) the updates timed;
+# TESTS (default: all) the test files the tests stage collects (an image without the extras' packages
+# can collect only tests/test_cuda.py and tests/test_trainer.py).
 set -uo pipefail
 R=${R:-/tmp/gpu-check}
 RESULTS=${RESULTS:-${OUT:-/tmp}/gpu-check.md}
 WMT_PAIRS=${WMT_PAIRS:-1000000}
 WMT_STEPS=${WMT_STEPS:-30}
+TESTS=${TESTS:-}
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests default wmt compile)
 mkdir -p "$R" "$(dirname "$RESULTS")"
@@ -45,8 +48,9 @@ PY
 
 stage_tests() {
   say "### CUDA and slow tests"
-  say '`python3 -m pytest -m "cuda or slow" -q -rs`'
-  python3 -m pytest -m "cuda or slow" -q -rs > "$R/tests.log" 2>&1
+  say "\`python3 -m pytest -m \"cuda or slow\" -q -rs $TESTS\`"
+  # shellcheck disable=SC2086  # TESTS is a list of paths
+  python3 -m pytest -m "cuda or slow" -q -rs $TESTS > "$R/tests.log" 2>&1
   say "exit $?: $(tail -1 "$R/tests.log")"
   say ""
 }
@@ -55,11 +59,13 @@ stage_default() {
   local run=$R/default
   rm -rf "$run"
   say "### Default recipe, 12,000 updates"
-  say "\`mt train --config multi30k --run $run --set train.max_minutes=0\`"
-  /usr/bin/time -v mt train --config multi30k --run "$run" --set train.max_minutes=0 \
+  say "\`mt train --config multi30k --run $run --set train.max_minutes=0 --set train.lr_horizon=max_steps\`"
+  local timer=() start=$SECONDS
+  [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)  # peak memory where GNU time is installed
+  "${timer[@]}" mt train --config multi30k --run "$run" --set train.max_minutes=0 --set train.lr_horizon=max_steps \
     > "$R/default.log" 2> "$R/default.err"
   local code=$?
-  say "exit $code; wall time $(grep 'Elapsed (wall' "$R/default.err" | awk '{print $NF}'), \
+  say "exit $code; wall time $((SECONDS - start)) s, \
 peak RSS $(grep 'Maximum resident' "$R/default.err" | awk '{print $NF}') KB"
   say "$(rates "$run")"
   python3 - "$run/test.json" <<'PY' | tee -a "$RESULTS"
@@ -73,7 +79,7 @@ PY
 
 wmt_corpus() {
   local corpus=$R/synthetic
-  [ -f "$corpus/train.en" ] || python3 scripts/synthetic-corpus.py --pairs "$WMT_PAIRS" --out "$corpus"
+  [ -f "$corpus/train.en" ] || python3 scripts/synthetic-corpus.py --pairs "$WMT_PAIRS" --out "$corpus" >&2
   echo "--set data.source=files --set data.files.train=[$corpus/train.en,$corpus/train.de]
     --set data.files.val=[data/multi30k/val.en.gz,data/multi30k/val.de.gz]
     --set data.files.test=[data/multi30k/test_2016_flickr.en.gz,data/multi30k/test_2016_flickr.de.gz]

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     from mt_cli.decode.translator import Translator
     from mt_cli.trained import TrainedModel
 
+# torch.compile's inductor keeps a pool of compile workers (one per core) alive until the
+# interpreter exits, which the check below would count as left running; compile in this process,
+# as it does on 2 cores. Set before anything imports inductor's config, which reads it once.
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+
 SMALL_VOCAB = 500
 SMALL_PAIRS = 3000
 

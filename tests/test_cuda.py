@@ -106,6 +106,26 @@ def test_amp_auto_prefers_bf16_on_capable_gpus() -> None:
     assert amp_dtype(torch.device("cuda"), "fp16") == torch.float16
 
 
+def test_training_attention_builds_no_cudnn_plan_per_batch_shape() -> None:
+    # Batches of new shapes, as length-sorted training brings them: no cuDNN attention call (each
+    # built an execution plan, ~8 ms of CPU on an H200; docs/benchmarks.md).
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.0)
+    model = build_model(cfg, VOCAB, VOCAB).cuda()
+    device = torch.device("cuda")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for seed in range(3):
+            b = batch(seed)
+            with autocast(device, amp_dtype(device, "auto")):
+                loss = token_loss(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out, 0.1)
+            loss.backward()
+    names = {event.key for event in prof.key_averages()}
+    assert not [name for name in names if "cudnn_attention" in name]
+    assert [name for name in names if "efficient_attention" in name or "flash_attention" in name]
+
+
 def test_decoding_on_gpu_matches_cpu() -> None:
     torch.manual_seed(0)
     cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.0)

@@ -56,3 +56,17 @@ def test_training_and_inference_agree_on_each_precision(monkeypatch, native: boo
                 amp_dtype(CPU, mode)
         else:
             assert amp_dtype(CPU, mode) == expected, mode
+
+
+@pytest.mark.filterwarnings("ignore:CUDA is not available")  # the flags are global: no GPU needed
+def test_cuda_autocast_leaves_cudnn_attention_out_and_restores_it() -> None:
+    # cuDNN's SDPA kernel builds a plan per new batch shape (docs/benchmarks.md, "CUDA: cuDNN's
+    # attention kernel, left out"); the other kernels stay allowed.
+    cuda = torch.backends.cuda
+    assert cuda.cudnn_sdp_enabled()
+    with device.autocast(torch.device("cuda"), torch.bfloat16):
+        assert not cuda.cudnn_sdp_enabled()
+        assert cuda.flash_sdp_enabled() and cuda.mem_efficient_sdp_enabled() and cuda.math_sdp_enabled()
+    assert cuda.cudnn_sdp_enabled()
+    with device.autocast(torch.device("cpu"), torch.bfloat16):
+        assert cuda.cudnn_sdp_enabled()  # the CPU's kernels are not these
