@@ -9,8 +9,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from mt_cli.config.recipe import load_config
 from mt_cli.disk.layout import RunDir
-from mt_cli.runtime.distributed import Distributed
 from mt_cli.runtime.device import resolve_device
+from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.run import prepare_data
 from mt_cli.train.trainer import Trainer
 
