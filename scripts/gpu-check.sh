@@ -9,6 +9,13 @@
 # WMT_PAIRS (default 1000000) sets the synthetic corpus size; WMT_STEPS (default 30) the updates timed;
 # TESTS (default: all) the test files the tests stage collects (an image without the extras' packages
 # can collect only tests/test_cuda.py and tests/test_trainer.py).
+#
+# Without an install (a lent machine with torch but no network): `mt` falls back to `python3 -m
+# mt_cli` from this checkout, and mt's packages that such an image lacks (on the H200 image of
+# 2026-11-26: datasets, dill and multiprocess) go in as wheels downloaded elsewhere, e.g.
+#   pip install --no-index --no-deps --target /tmp/site wheels/*.whl && export PYTHONPATH=/tmp/site
+# Times on an H200 (2026-11-26, docs/benchmarks.md): tests with TESTS as above 2.5 min; wmt with
+# WMT_PAIRS=300000 1 min; default about 8 min (estimated from its first 1,800 updates).
 set -uo pipefail
 R=${R:-/tmp/gpu-check}
 RESULTS=${RESULTS:-${OUT:-/tmp}/gpu-check.md}
@@ -21,6 +28,12 @@ mkdir -p "$R" "$(dirname "$RESULTS")"
 export PYTHONUNBUFFERED=1
 
 say() { echo "$*" | tee -a "$RESULTS"; }
+
+MT=(mt)
+if ! command -v mt > /dev/null; then
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  MT=(python3 -m mt_cli)
+fi
 
 header() {
   say "## GPU check, $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -62,7 +75,7 @@ stage_default() {
   say "\`mt train --config multi30k --run $run --set train.max_minutes=0 --set train.lr_horizon=max_steps\`"
   local timer=() start=$SECONDS
   [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)  # peak memory where GNU time is installed
-  "${timer[@]}" mt train --config multi30k --run "$run" --set train.max_minutes=0 --set train.lr_horizon=max_steps \
+  "${timer[@]}" "${MT[@]}" train --config multi30k --run "$run" --set train.max_minutes=0 --set train.lr_horizon=max_steps \
     > "$R/default.log" 2> "$R/default.err"
   local code=$?
   say "exit $code; wall time $((SECONDS - start)) s, \
@@ -95,14 +108,14 @@ wmt_train() {
   mkdir -p "$run"
   cp "$R/wmt-tokenizers/"spm.* "$run/"
   # shellcheck disable=SC2046  # the overrides are words
-  mt train --config configs/wmt14-de-en.yaml --run "$run" $(wmt_corpus) "$@" > "$run.log" 2>&1
+  "${MT[@]}" train --config configs/wmt14-de-en.yaml --run "$run" $(wmt_corpus) "$@" > "$run.log" 2>&1
   echo "exit $?: $(rates "$run")"
 }
 
 wmt_tokenizers() {
   if [ ! -f "$R/wmt-tokenizers/spm.en.model" ]; then
     # shellcheck disable=SC2046
-    mt prepare --config configs/wmt14-de-en.yaml --run "$R/wmt-tokenizers" $(wmt_corpus) > "$R/wmt-prepare.log" 2>&1
+    "${MT[@]}" prepare --config configs/wmt14-de-en.yaml --run "$R/wmt-tokenizers" $(wmt_corpus) > "$R/wmt-prepare.log" 2>&1
   fi
 }
 
