@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from mt_cli.trained import TrainedModel
 
 # torch.compile's inductor keeps a pool of compile workers (one per core) alive until the
-# interpreter exits, which the check below would count as left running; compile in this process,
-# as it does on 2 cores. Set before anything imports inductor's config, which reads it once.
+# interpreter exits, which the check below would count as left running (16 of them on a 16-core
+# GPU machine): compile in this process. Set before anything imports inductor's config, which
+# reads it once.
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 
 SMALL_VOCAB = 500
