@@ -21,6 +21,7 @@ from mt_cli.config.recipe import load_config
 from mt_cli.disk.layout import RunDir
 from mt_cli.runtime.device import resolve_device
 from mt_cli.runtime.distributed import Distributed
+from mt_cli.tools.timing import sync
 from mt_cli.train.run import prepare_data
 from mt_cli.train.trainer import Trainer
 
@@ -42,14 +43,12 @@ updates = trainer.epoch_updates()
 groups = [next(updates) for _ in range(50)]
 for group in groups[:10]:
     trainer.update(group)
-if on_gpu:
-    torch.cuda.synchronize(device)
+sync(device)
 start, tokens = time.perf_counter(), 0
 for group in groups[10:40]:
     trainer.update(group)
     tokens += sum(b.src_tokens + b.tgt_tokens for b in group)
-if on_gpu:
-    torch.cuda.synchronize(device)
+sync(device)
 seconds = time.perf_counter() - start
 print(
     f"{device}, precision {trainer.dtype or torch.float32}: {seconds / 30 * 1000:.1f} ms per update, "
@@ -59,8 +58,7 @@ activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if on_gpu else [Profi
 with profile(activities=activities) as prof:
     for group in groups[40:50]:
         trainer.update(group)
-    if on_gpu:
-        torch.cuda.synchronize(device)
+    sync(device)
 tables = ["self_cuda_time_total", "self_cpu_time_total"] if on_gpu else ["self_cpu_time_total"]
 for key in tables:
     print(prof.key_averages().table(sort_by=key, row_limit=15))

@@ -63,11 +63,8 @@ def test_float32_beam_search_equals_mt(fp32: Translator, exported: Path, sentenc
         output_limit(len(ids), dec.max_len_a, dec.max_len_b, fp32.card.model.max_positions)
         for ids in fp32.encode_sources(sentences, warn=lambda message: None)
     ]
-    ended = [
-        i
-        for i, limit in enumerate(limits)
-        if len(ours[i].best.tokens) < limit - 1 and len(theirs[i].best.tokens) < limit - 1
-    ]
+    within = [[len(t.best.tokens) < limit - 1 for t, limit in zip(found, limits)] for found in (ours, theirs)]
+    ended = [i for i, both in enumerate(zip(*within)) if all(both)]
     assert len(ended) >= 40
     assert [theirs[i].text for i in ended] == [ours[i].text for i in ended]
     assert engine.translate_lines(sentences, options) == [t.text for t in theirs]
