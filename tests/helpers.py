@@ -72,6 +72,12 @@ def _stat(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[1])
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (is neither gone nor a zombie); /proc may vanish between open and read."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
 def _marked(pid: int, mark: bytes) -> bool:
     try:
         return mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
+from helpers import alive, wait_until
 
 from mt_cli.config.options import Sampling, TranslateOptions
 from mt_cli.decode.translator import Translator
@@ -26,14 +26,6 @@ from mt_cli.tools.engines import child_pids
 def children(pid: int) -> set[int]:
     """The live (not zombie) child processes of ``pid``."""
     return {child for child in child_pids(pid) if alive(child)}
-
-
-def alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
 
 
 def small_batches(translator: Translator, processes: int) -> Translator:

@@ -144,15 +144,23 @@ def child(job: dict[str, Any]) -> None:
 
 def child_pids(pid: int) -> list[int]:
     """The child processes of process ``pid``, from every one of its threads (Linux's /proc)."""
-    tasks = Path(f"/proc/{pid}/task")
-    return [int(child) for task in tasks.iterdir() for child in (task / "children").read_text().split()]
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children.extend(int(child) for child in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended after the listing
+            continue
+    return children
 
 
 def _children_peak_kib() -> list[int]:
     """The peak RSS (VmHWM, KiB) of each live child process of this one."""
     peaks = []
     for pid in child_pids(os.getpid()):
-        status = Path(f"/proc/{pid}/status").read_text()
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except (FileNotFoundError, ProcessLookupError):  # the child ended after the listing
+            continue
         peaks.extend(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
     return peaks
 
