@@ -1,4 +1,4 @@
-# Run from outside the repository (a clone's cwd shadows the installed mt), alone on the machine:
+# Run from the repository root, alone on the machine:
 #   python scripts/engine-rounds.py RUN_DIR BEAM ROUNDS [--threads N] [--max-tokens 8192,4096]
 #       [--engine mt-fp32 --engine ctranslate2-float32 --engine mt-fp32@/path/to/other/checkout]
 """Rows of ``mt bench --engines`` (each its own process: load, warm up, a cold and a steady pass
