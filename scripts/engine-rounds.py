@@ -7,8 +7,8 @@ drift between minutes falls on every engine alike. Prints each row's steady sent
 then per ``decode.max_tokens`` the mean of each engine and its ratio to the last engine, and the
 share of lines identical to the first engine's.
 
-``--threads`` is each row's threads (mt: that many decoding processes; CTranslate2: that many
-batches at once); ``--max-tokens`` replaces ``decode.max_tokens`` in both engines (CTranslate2's
+``--threads`` is each row's ``threads`` (mt: that many decoding processes; CTranslate2: that
+many batches at once); ``--max-tokens`` replaces ``decode.max_tokens`` in both engines (CTranslate2's
 batches are max_tokens / beam source tokens, as in ``mt bench``). ``ENGINE@PATH`` runs the row
 with PATH first on PYTHONPATH: another checkout of mt, for a before/after comparison.
 """
@@ -28,9 +28,8 @@ from mt_cli.tools import engines
 from mt_cli.trained import load_trained
 
 
-def child(job: dict, max_tokens: int, threads: int) -> None:
-    """``engines.child`` with ``decode.max_tokens`` replaced and CTranslate2 on ``threads`` threads."""
-    os.cpu_count = lambda: threads  # CTranslate2's engine takes one batch per CPU
+def child(job: dict, max_tokens: int) -> None:
+    """``engines.child`` with ``decode.max_tokens`` replaced in the engine's card."""
     opened = engines._open
 
     def with_max_tokens(*args):  # noqa: ANN002, ANN202
@@ -76,14 +75,7 @@ def main() -> None:
                         "threads": args.threads,
                     }
                     env = dict(os.environ, PYTHONPATH=path) if path else None
-                    command = [
-                        sys.executable,
-                        __file__,
-                        "--child",
-                        json.dumps(job),
-                        str(size),
-                        str(args.threads),
-                    ]
+                    command = [sys.executable, __file__, "--child", json.dumps(job), str(size)]
                     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
                     timing = json.loads(done.stdout.strip().splitlines()[-1])
                     rate = len(sources) / timing["seconds"]
@@ -105,6 +97,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--child":
-        child(json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        child(json.loads(sys.argv[2]), int(sys.argv[3]))
     else:
         main()

@@ -98,7 +98,7 @@ class HuggingFaceEngine:
         return out
 
 
-def _open(case: Case, run: Path, checkpoint: str | None, model_dir: Path | None) -> Engine:
+def _open(case: Case, run: Path, checkpoint: str | None, model_dir: Path | None, threads: int) -> Engine:
     from mt_cli.decode.ctranslate2 import CTranslate2Engine
     from mt_cli.decode.members import ensemble_of
     from mt_cli.decode.translator import Translator
@@ -112,8 +112,8 @@ def _open(case: Case, run: Path, checkpoint: str | None, model_dir: Path | None)
         Case.MT: mt,
         Case.MT_FP32: lambda: mt(ComputeType.FLOAT32),
         Case.MT_ENSEMBLE2: lambda: ensemble_of([mt() for _ in range(2)]),
-        Case.CT2_FLOAT32: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
-        Case.CT2_INT8: lambda: CTranslate2Engine(model_dir, threads=os.cpu_count() or 0),
+        Case.CT2_FLOAT32: lambda: CTranslate2Engine(model_dir, threads=threads),
+        Case.CT2_INT8: lambda: CTranslate2Engine(model_dir, threads=threads),
         Case.HUGGINGFACE: lambda: HuggingFaceEngine(model_dir),
     }
     return opened[case]()
@@ -126,7 +126,7 @@ def child(job: dict[str, Any]) -> None:
     torch.set_num_threads(job["threads"])
     model_dir = Path(job["model_dir"]) if job["model_dir"] else None
     start = time.perf_counter()
-    engine = _open(Case(job["case"]), Path(job["run"]), job["checkpoint"], model_dir)
+    engine = _open(Case(job["case"]), Path(job["run"]), job["checkpoint"], model_dir, job["threads"])
     load_seconds = time.perf_counter() - start
     lines = Path(job["lines"]).read_text(encoding="utf-8").splitlines()
     options = TranslateOptions(beam=job["beam"])
