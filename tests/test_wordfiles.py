@@ -5,6 +5,7 @@ is no Word document one line."""
 from __future__ import annotations
 
 import io
+import time
 import zipfile
 
 import docx
@@ -48,6 +49,27 @@ def zip_of(members: dict[str, bytes]) -> bytes:
         for name, data in members.items():
             archive.writestr(name, data)
     return written.getvalue()
+
+
+def redated(data: bytes, date: tuple[int, ...]) -> bytes:
+    """``data`` with every member dated ``date``."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for member in source.infolist():
+            target.writestr(zipfile.ZipInfo(member.filename, date), source.read(member))
+    return out.getvalue()
+
+
+def test_a_file_translated_twice_is_the_same_bytes_dated_as_its_source(monkeypatch) -> None:
+    source = redated(word_file(), (2001, 2, 3, 4, 5, 6))
+    read = WordDocument(source, "de", segmenter())
+    first = read.rebuild(read.units)
+    clock = time.time()
+    monkeypatch.setattr(time, "time", lambda: clock + 3600)  # python-docx dates members by the clock
+    assert read.rebuild(read.units) == first
+    with zipfile.ZipFile(io.BytesIO(first)) as written:
+        assert {member.date_time for member in written.infolist()} == {(2001, 2, 3, 4, 5, 6)}
+        assert written.infolist()[0].compress_type == zipfile.ZIP_DEFLATED
 
 
 @pytest.mark.parametrize(

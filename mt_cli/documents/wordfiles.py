@@ -62,7 +62,7 @@ class WordDocument:
                 done += len(spans)
         written = io.BytesIO()
         document.save(written)
-        return written.getvalue()
+        return _dated_as(written.getvalue(), self._data)
 
 
 def open_docx(data: bytes) -> DocxDocument:
@@ -85,6 +85,24 @@ def open_docx(data: bytes) -> DocxDocument:
     except (zipfile.BadZipFile, OpcError, KeyError, ValueError, SyntaxError, EOFError) as err:
         reason = " ".join(str(err).split())[:120] or type(err).__name__
         raise InputError(f"not a valid .docx file: {reason}") from None
+
+
+def _dated_as(written: bytes, source: bytes) -> bytes:
+    """``written`` with each member dated as in ``source`` (new ones 1980-01-01): python-docx
+    stamps every member with the clock, so the same file translated twice differed by bytes."""
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(source)) as original,
+        zipfile.ZipFile(io.BytesIO(written)) as saved,
+        zipfile.ZipFile(out, "w") as rewritten,
+    ):
+        dates = {member.filename: member.date_time for member in original.infolist()}
+        for member in saved.infolist():
+            dated = zipfile.ZipInfo(member.filename, dates.get(member.filename, (1980, 1, 1, 0, 0, 0)))
+            dated.compress_type = member.compress_type
+            dated.external_attr = member.external_attr
+            rewritten.writestr(dated, saved.read(member))
+    return out.getvalue()
 
 
 def _paragraphs(document: DocxDocument) -> Iterator[Any]:
