@@ -185,13 +185,7 @@ class CTranslate2Engine(CardEngine):
             batch_type="tokens",
         )
         return [
-            Score(
-                source,
-                target,
-                sum(result.log_probs),
-                len(result.log_probs),  # the target pieces, then EOS
-                tuple(zip(result.tokens, result.log_probs)) if per_token else None,
-            )
+            Score.of(source, target, result.tokens, result.log_probs, per_token)
             for source, target, result in zip(sources, targets, results, strict=True)
         ]
 

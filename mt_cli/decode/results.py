@@ -10,6 +10,7 @@ n-best, Pharaoh, JSON) is the command line's business, not this module's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # (source word, target word) pairs, 0-based over whitespace-separated words, sorted.
@@ -55,6 +56,14 @@ class Score:
     log_prob: float
     tokens: int
     per_token: tuple[tuple[str, float], ...] | None = None
+
+    @classmethod
+    def of(
+        cls, source: str, target: str, pieces: Sequence[str], log_probs: Sequence[float], per_token: bool
+    ) -> Score:
+        """The pair's score from each target piece's log-probability, EOS last in both."""
+        pairs = tuple(zip(pieces, log_probs, strict=True)) if per_token else None
+        return cls(source, target, sum(log_probs), len(log_probs), pairs)
 
     @property
     def mean_log_prob(self) -> float:

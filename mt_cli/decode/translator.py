@@ -304,14 +304,8 @@ class Translator(CardEngine):
             for index, row in zip(group, rows):
                 log_probs[index] = row  # each target piece, then EOS
         return [
-            Score(
-                source,
-                target,
-                sum(row),
-                len(row),
-                tuple(zip([*self.tgt_tok.to_pieces(ids), EOS_PIECE], row)) if per_token else None,
-            )
-            for source, target, ids, row in zip(sources, targets, tgt_ids, log_probs)
+            Score.of(source, target, [*self.tgt_tok.to_pieces(ids), EOS_PIECE], row, per_token)
+            for source, target, ids, row in zip(sources, targets, tgt_ids, log_probs, strict=True)
         ]
 
     def align(
