@@ -59,21 +59,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mt-engine-rounds-") as tmp:
         work = Path(tmp)
         export = export_ctranslate2(trained, work / "ct2", Quantization.FLOAT32)
-        (work / "lines.txt").write_text("".join(line + "\n" for line in sources), encoding="utf-8")
+        lines = work / "lines.txt"
+        lines.write_text("".join(line + "\n" for line in sources), encoding="utf-8")
         for round_ in range(args.rounds):
             for size in sizes:
                 for index, spec in enumerate(specs):
-                    case, _, path = spec.partition("@")
-                    job = {
-                        "case": engines.Case(case).value,
-                        "run": str(args.run.resolve()),
-                        "checkpoint": None,
-                        "model_dir": str(export) if case.startswith("ctranslate2") else None,
-                        "lines": str(work / "lines.txt"),
-                        "out": str(work / f"{index}-{size}.txt"),
-                        "beam": args.beam,
-                        "threads": args.threads,
-                    }
+                    name, _, path = spec.partition("@")
+                    case = engines.Case(name)
+                    model_dir = export if name.startswith("ctranslate2") else None
+                    out = work / f"{index}-{size}.txt"
+                    job = engines.bench_job(
+                        case, args.beam, args.run.resolve(), None, model_dir, lines, out, args.threads
+                    )
                     env = dict(os.environ, PYTHONPATH=path) if path else None
                     command = [sys.executable, __file__, "--child", json.dumps(job), str(size)]
                     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)

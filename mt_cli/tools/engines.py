@@ -144,25 +144,23 @@ def child(job: dict[str, Any]) -> None:
 
 def child_pids(pid: int) -> list[int]:
     """The child processes of process ``pid``, from every one of its threads (Linux's /proc)."""
-    children = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            children.extend(int(child) for child in (task / "children").read_text().split())
-        except (FileNotFoundError, ProcessLookupError):  # the thread ended after the listing
-            continue
-    return children
+    tasks = Path(f"/proc/{pid}/task").iterdir()
+    return [int(child) for task in tasks for child in _proc_text(task / "children").split()]
 
 
 def _children_peak_kib() -> list[int]:
     """The peak RSS (VmHWM, KiB) of each live child process of this one."""
-    peaks = []
-    for pid in child_pids(os.getpid()):
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except (FileNotFoundError, ProcessLookupError):  # the child ended after the listing
-            continue
-        peaks.extend(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
-    return peaks
+    statuses = (_proc_text(Path(f"/proc/{pid}/status")) for pid in child_pids(os.getpid()))
+    lines = (line for status in statuses for line in status.splitlines())
+    return [int(line.split()[1]) for line in lines if line.startswith("VmHWM:")]
+
+
+def _proc_text(path: Path) -> str:
+    """A /proc file's text, or "" for a thread or process that ended after it was listed."""
+    try:
+        return path.read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
 
 
 def run_engine_bench(
@@ -217,20 +215,36 @@ def _exports(trained: TrainedModel, work: Path, log: Callable[[str], None]) -> d
     return made
 
 
+def bench_job(
+    case: Case,
+    beam: int,
+    run: Path,
+    checkpoint: str | None,
+    model_dir: Path | None,
+    lines: Path,
+    out: Path,
+    threads: int,
+) -> dict[str, Any]:
+    """What one row's process (``child``) is given: the engine to open, the lines to translate,
+    where to write them, the beam and how many threads."""
+    return {
+        "case": case.value,
+        "run": str(run),
+        "checkpoint": checkpoint,
+        "model_dir": str(model_dir) if model_dir else None,
+        "lines": str(lines),
+        "out": str(out),
+        "beam": beam,
+        "threads": threads,
+    }
+
+
 def _row(
     case: Case, beam: int, run: Path, checkpoint: str | None, exports: dict[Case, dict[str, Any]], work: Path
 ) -> tuple[dict[str, Any], list[str]]:
     out_path = work / f"{case.value}-beam{beam}.txt"
-    job = {
-        "case": case.value,
-        "run": str(run),
-        "checkpoint": checkpoint,
-        "model_dir": str(exports[case]["dir"]) if exports[case]["dir"] else None,
-        "lines": str(work / "lines.txt"),
-        "out": str(out_path),
-        "beam": beam,
-        "threads": os.cpu_count() or 1,
-    }
+    lines = work / "lines.txt"
+    job = bench_job(case, beam, run, checkpoint, exports[case]["dir"], lines, out_path, os.cpu_count() or 1)
     if not Path(GNU_TIME).is_file():
         raise RunFailure(f"{GNU_TIME} measures each engine's memory; install GNU time (apt-get install time)")
     done = subprocess.run(
