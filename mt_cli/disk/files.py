@@ -21,6 +21,7 @@ from typing import IO, Any, BinaryIO
 
 from mt_cli.errors import InputError, RunFailure
 
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip member can carry: no clock in the bytes
 NEW_FILE = 0o666  # what open() asks for a new file; the umask takes bits away (0644 under umask 022)
 # What a failed write says, by errno; anything else gives the system's own words.
 _WRITE_REASONS = {

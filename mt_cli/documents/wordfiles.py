@@ -20,6 +20,7 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mt_cli.disk.files import ZIP_EPOCH
 from mt_cli.documents.sentences import Segmenter, Span, has_letter, sentence_spans
 from mt_cli.errors import InputError
 
@@ -98,7 +99,7 @@ def _dated_as(written: bytes, source: bytes) -> bytes:
     ):
         dates = {member.filename: member.date_time for member in original.infolist()}
         for member in saved.infolist():
-            dated = zipfile.ZipInfo(member.filename, dates.get(member.filename, (1980, 1, 1, 0, 0, 0)))
+            dated = zipfile.ZipInfo(member.filename, dates.get(member.filename, ZIP_EPOCH))
             dated.compress_type = member.compress_type
             dated.external_attr = member.external_attr
             rewritten.writestr(dated, saved.read(member))

@@ -34,7 +34,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from mt_cli.disk.files import atomic_write_bytes, temporary_directory_next_to, write_json
+from mt_cli.disk.files import ZIP_EPOCH, atomic_write_bytes, temporary_directory_next_to, write_json
 from mt_cli.errors import ConfigError, InputError
 from mt_cli.export.ctranslate2 import export_ctranslate2
 from mt_cli.export.quantization import Quantization
@@ -61,7 +61,6 @@ LANGUAGE_NAMES = {
     "pt": "Portuguese",
     "ru": "Russian",
 }
-ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can store: no build time in the bytes
 
 
 def package_file(target: Path) -> Path:
@@ -125,7 +124,7 @@ def write_zip(staging: Path, handle: BinaryIO) -> None:
     """Every file under ``staging``, named relative to it, in name order and with fixed dates."""
     with zipfile.ZipFile(handle, "w") as archive:
         for file in sorted(p for p in staging.rglob("*") if p.is_file()):
-            info = zipfile.ZipInfo(file.relative_to(staging).as_posix(), ZIP_DATE)
+            info = zipfile.ZipInfo(file.relative_to(staging).as_posix(), ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16  # rw-r--r--, as Argos extracts it
             with file.open("rb") as source, archive.open(info, "w") as member:
