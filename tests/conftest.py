@@ -16,21 +16,31 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from helpers import SUITE_MARK, end_group, processes_left, start_child, wait_until
+from helpers import (
+    CONFIGS,
+    FAST_TRAINING,
+    MANY_TO_ENGLISH_LINE,
+    MANY_TO_ENGLISH_SOURCES,
+    SUITE_MARK,
+    TinyCorpus,
+    end_group,
+    many_to_english_corpora,
+    processes_left,
+    quiet,
+    start_child,
+    wait_until,
+)
 
-from mt_cli.config.sections import Config, TokenizerConfig
+from mt_cli.config.sections import TokenizerConfig
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.text.tokenizer import Tokenizer, train_tokenizer
 
 if TYPE_CHECKING:
-    import datasets
-
     from mt_cli.data.prepare import TrainingData
     from mt_cli.decode.translator import Translator
     from mt_cli.trained import TrainedModel
@@ -119,43 +129,9 @@ def small_tokenizers(
     )
 
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-# Small, deterministic, quick: fp32, no BLEU during validation, no test scoring at the end.
-FAST_TRAINING = [
-    "data.train_limit=800",
-    "train.amp=off",
-    "train.val_bleu=false",
-    "train.test_at_end=false",
-    "train.max_tokens=1024",
-    "train.log_every_steps=1",
-    "train.save_every_steps=1000",
-]
-
-
 @pytest.fixture(scope="session")
 def tiny_config_path() -> Path:
     return CONFIGS / "tiny.yaml"
-
-
-def quiet(message: str) -> None:
-    pass
-
-
-@dataclass(frozen=True)
-class TinyCorpus:
-    """The tiny recipe's evaluation splits and its two tokenizers, saved in ``root``."""
-
-    root: Path
-    splits: datasets.DatasetDict
-    src_tok: Tokenizer
-    tgt_tok: Tokenizer
-
-    def training_data(self, cfg: Config) -> TrainingData:
-        """What the trainer reads for ``cfg``; its prepared corpus goes under ``root`` (shared)."""
-        from mt_cli.data.prepare import prepare_corpus, training_data
-
-        toks = (self.src_tok, self.tgt_tok)
-        return training_data(cfg, self.splits, *toks, prepare_corpus(cfg, self.root, *toks, quiet))
 
 
 @pytest.fixture(scope="session")
@@ -212,30 +188,6 @@ def fp32(trained: TrainedModel) -> Translator:
     from mt_cli.runtime.precision import ComputeType
 
     return Translator.of(trained, "cpu", ComputeType.FLOAT32)
-
-
-MANY_TO_ENGLISH_SOURCES = ("de", "fr", "cs")
-MANY_TO_ENGLISH_SLICES = {"train": ("train", 600), "val": ("val", 30), "test2016": ("test_2016_flickr", 30)}
-MANY_TO_ENGLISH_LINE = 3  # the test sentence: line 4 of test2016 in each language (the same image)
-
-
-def many_to_english_corpora(root: Path) -> list[dict[str, Any]]:
-    """A files corpus per source language into English: slices of the shipped Multi30k."""
-    for split, (stem, count) in MANY_TO_ENGLISH_SLICES.items():
-        for lang in (*MANY_TO_ENGLISH_SOURCES, "en"):
-            lines = read_lines(SHIPPED_MULTI30K / f"{stem}.{lang}.gz")[:count]
-            (root / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return [
-        {
-            "source": "files",
-            "src_lang": lang,
-            "files": {
-                split: [str(root / f"{split}.{lang}"), str(root / f"{split}.en")]
-                for split in MANY_TO_ENGLISH_SLICES
-            },
-        }
-        for lang in MANY_TO_ENGLISH_SOURCES
-    ]
 
 
 @pytest.fixture(scope="session")

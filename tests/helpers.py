@@ -1,7 +1,9 @@
-"""What more than one test module uses, other than fixtures (those are in conftest.py): child
-processes started and ended as a terminal would, random models for the search tests, and a
-`mt serve` process with the requests the serve tests send it. Test modules import from here
-(``from helpers import ...``), never from one another.
+"""What more than one test module uses, other than fixtures (those are in conftest.py): the
+shipped recipes and the fast training overrides, the tiny corpus and the many-to-English slices
+the fixtures build, child processes started and ended as a terminal would, random models for the
+search tests, and a `mt serve` process with the requests the serve tests send it. Test modules
+import from here (``from helpers import ...``) or from marian_models.py, never from one another
+nor from conftest.py (test_package checks it).
 
 Heavy imports (torch, the model) are made inside the functions that need them: conftest imports
 this module in every session, including those that never build a model.
@@ -30,9 +32,74 @@ from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 if TYPE_CHECKING:
+    import datasets
+
     from mt_cli.config.options import Sampling
+    from mt_cli.config.sections import Config
+    from mt_cli.data.prepare import TrainingData
     from mt_cli.decode.hypotheses import Decoder, Found
     from mt_cli.model.transformer import Transformer
+    from mt_cli.text.tokenizer import Tokenizer
+
+# --- the recipes, the tiny corpus and the many-to-English slices ------------------------------
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+# Small, deterministic, quick: fp32, no BLEU during validation, no test scoring at the end.
+FAST_TRAINING = [
+    "data.train_limit=800",
+    "train.amp=off",
+    "train.val_bleu=false",
+    "train.test_at_end=false",
+    "train.max_tokens=1024",
+    "train.log_every_steps=1",
+    "train.save_every_steps=1000",
+]
+
+
+def quiet(message: str) -> None:
+    """A log that says nothing."""
+
+
+@dataclass(frozen=True)
+class TinyCorpus:
+    """The tiny recipe's evaluation splits and its two tokenizers, saved in ``root``."""
+
+    root: Path
+    splits: datasets.DatasetDict
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+
+    def training_data(self, cfg: Config) -> TrainingData:
+        """What the trainer reads for ``cfg``; its prepared corpus goes under ``root`` (shared)."""
+        from mt_cli.data.prepare import prepare_corpus, training_data
+
+        toks = (self.src_tok, self.tgt_tok)
+        return training_data(cfg, self.splits, *toks, prepare_corpus(cfg, self.root, *toks, quiet))
+
+
+MANY_TO_ENGLISH_SOURCES = ("de", "fr", "cs")
+MANY_TO_ENGLISH_SLICES = {"train": ("train", 600), "val": ("val", 30), "test2016": ("test_2016_flickr", 30)}
+MANY_TO_ENGLISH_LINE = 3  # the test sentence: line 4 of test2016 in each language (the same image)
+
+
+def many_to_english_corpora(root: Path) -> list[dict[str, Any]]:
+    """A files corpus per source language into English: slices of the shipped Multi30k."""
+    for split, (stem, count) in MANY_TO_ENGLISH_SLICES.items():
+        for lang in (*MANY_TO_ENGLISH_SOURCES, "en"):
+            lines = read_lines(SHIPPED_MULTI30K / f"{stem}.{lang}.gz")[:count]
+            (root / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [
+        {
+            "source": "files",
+            "src_lang": lang,
+            "files": {
+                split: [str(root / f"{split}.{lang}"), str(root / f"{split}.en")]
+                for split in MANY_TO_ENGLISH_SLICES
+            },
+        }
+        for lang in MANY_TO_ENGLISH_SOURCES
+    ]
+
 
 # --- child processes -------------------------------------------------------------------------
 

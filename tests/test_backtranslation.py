@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONFIGS, quiet
+from helpers import CONFIGS, quiet
 
 import mt_cli
 from mt_cli.api import load

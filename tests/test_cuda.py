@@ -10,7 +10,7 @@ import math
 
 import pytest
 import torch
-from conftest import FAST_TRAINING
+from helpers import FAST_TRAINING
 
 from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.recipe import load_config

@@ -17,10 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import CONFIGS, quiet
-from conftest import MANY_TO_ENGLISH_SLICES as SLICES
-from conftest import MANY_TO_ENGLISH_SOURCES as SOURCES
-from helpers import start_server
+from helpers import CONFIGS, quiet, start_server
+from helpers import MANY_TO_ENGLISH_SLICES as SLICES
+from helpers import MANY_TO_ENGLISH_SOURCES as SOURCES
 
 from mt_cli.api import load
 from mt_cli.config.card import target_language

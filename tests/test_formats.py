@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
+from helpers import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import DataConfig

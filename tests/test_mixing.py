@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
+from helpers import CONFIGS, FAST_TRAINING, TinyCorpus, quiet
 
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import Config

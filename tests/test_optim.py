@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from conftest import CONFIGS
+from helpers import CONFIGS
 
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import TrainConfig

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from test_serve import start_server
+from helpers import start_server
 from typer.testing import CliRunner
 
 from mt_cli.api import load

@@ -219,7 +219,7 @@ def test_a_hub_id_imports_from_the_cache_offline_and_names_its_revision(
 def test_init_from_a_marian_directory_starts_where_its_import_does(
     marian_dir: Path, imported: TrainedModel, tmp_path: Path
 ) -> None:
-    from conftest import quiet
+    from helpers import quiet
 
     from mt_cli.checkpoint import Checkpoint
     from mt_cli.config.recipe import load_config

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import quiet
+from helpers import quiet
 from marian_models import fine_tune_recipe, multi30k
 
 from mt_cli.config.options import TranslateOptions

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONFIGS, FAST_TRAINING
+from helpers import CONFIGS, FAST_TRAINING
 
 from mt_cli.config.recipe import load_config
 from mt_cli.disk.layout import RunDir

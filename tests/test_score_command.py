@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import CONFIGS
+from helpers import CONFIGS
 from typer.testing import CliRunner
 
 from mt_cli.cli import app

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import MANY_TO_ENGLISH_SOURCES
-from helpers import ServeProcess, start_server
+from helpers import MANY_TO_ENGLISH_SOURCES, ServeProcess, start_server
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.translator import Translator

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONFIGS
+from helpers import CONFIGS
 
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import CorpusConfig

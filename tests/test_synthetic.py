@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONFIGS, quiet
+from helpers import CONFIGS, quiet
 from typer.testing import CliRunner
 
 from mt_cli.cli import app

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONFIGS, FAST_TRAINING
+from helpers import CONFIGS, FAST_TRAINING
 from typer.testing import CliRunner
 
 from mt_cli.checkpoint import Checkpoint

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONFIGS, quiet
+from helpers import CONFIGS, quiet
 
 from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.card import ModelCard, ParentCard, card_from_dict
