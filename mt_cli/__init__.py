@@ -18,10 +18,12 @@ import-linter, the contracts in pyproject.toml):
     specials | errors | version
                              token ids and pieces | errors a person can fix | mt's version
 
-Three rules beyond the layers: ``model`` never imports ``text``, ``data`` or sentencepiece (it
-sees ids only), ``data`` never imports ``runtime.distributed`` (whoever runs several
-processes calls data, not the other way round), and ``documents`` never imports ``decode``,
-``model``, ``text`` or torch (it cuts documents into sentences; its callers translate them).
+Beyond the layers, each wing's docstring says what it imports ("imports only ...", "never
+imports ..."), and each such sentence is a contract of its own in pyproject.toml, named after it.
+Among them: ``model`` never imports ``text``, ``data`` or sentencepiece (it sees ids only),
+``data`` never imports ``runtime.distributed`` (whoever runs several processes calls data, not
+the other way round), ``documents`` never imports ``decode``, ``model``, ``text`` or torch (it
+cuts documents into sentences; its callers translate them), and only ``cli`` imports ``tools``.
 Inference reads a model's card, never its training recipe. Heavy imports (datasets,
 matplotlib) happen inside the functions that need them.
 """

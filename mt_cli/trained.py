@@ -3,9 +3,9 @@
 ``load_trained`` opens a run directory's checkpoint (``layout.RunDir.find_checkpoint``: None is
 best.pt) and gives a ``TrainedModel``; the decoder (``decode.Translator.of``), the exporters,
 back-translation, warm start, the benchmarks and the API all start from one. Nothing here
-decodes: an export needs the weights and the tokenizers, not a search. Models that come from
-elsewhere (a pretrained import) become a ``TrainedModel`` here too, so that every consumer
-takes them unchanged.
+decodes: an export needs the weights and the tokenizers, not a search. A published model that
+``mt import`` wrote is an ordinary run directory and loads here like any other; the in-memory
+conversion a warm start from one takes (``pretrained.importing.convert``) does not pass here.
 """
 
 from __future__ import annotations

@@ -11,5 +11,5 @@ puts it back; ``sentences`` finds sentence boundaries (sentencex, the ``document
 and whose markup inside a sentence ``inline`` puts into the translation; ``subtitles`` reads
 SubRip (.srt) cues; ``wordfiles`` reads and rebuilds .docx files (python-docx, the ``documents``
 extra); ``filetypes`` names the file formats by extension and reads a file's bytes in its format.
-Imports ``errors`` only.
+Imports ``disk`` (the fixed date of a rebuilt .docx's members) and ``errors`` only.
 """

@@ -8,5 +8,6 @@ converts config and weights into a ``Transformer`` through three small steps: ``
 (Marian's ids -> mt's special-id layout, and the pieces by mt id) and ``marian_weights`` (the state
 dict, tensor by tensor). ``importing`` puts it together: the model converted in memory (what a warm
 start from a published model takes) or written as a run directory (``mt import``). Imports
-``model``, ``text``, ``config``, ``checkpoint`` and ``disk``; sits above ``decode``.
+only ``model``, ``text``, ``checkpoint``, ``config``, ``disk``, ``specials`` and ``errors``: it sits
+above ``decode``, ``trained`` and ``data`` and imports none of them.
 """

@@ -1,5 +1,5 @@
 """Text to pieces and back: the SentencePiece models (``pieces``), trained on a bounded sample
 and reused only when their settings match (``tokenizer``), an imported Marian model's, whose
 pieces are numbered by its vocabulary file (``vocabulary``), and the tags before a source
-(``tags``). Imports ``config``, ``files``, ``specials`` and ``errors``; the model never imports
-it (it sees ids only)."""
+(``tags``). Imports only ``config``, ``disk``, ``specials`` and ``errors``, and never torch or
+``datasets``; the model never imports it (it sees ids only)."""

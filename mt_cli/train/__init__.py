@@ -4,4 +4,4 @@
 (``warm_start``), maybe with fewer layers (``shrink``), and translating the text of
 back-translation and distillation corpora, the teachers' chunks kept as they are done
 (``backtranslation``).
-Imports ``decode`` and below; no CLI."""
+Imports ``pretrained`` (a warm start from a published model), ``decode`` and below; no CLI."""
