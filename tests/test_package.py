@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import graphlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,17 @@ def top_level_imports(path: Path) -> set[str]:
 def test_specials_imports_nothing_but_re() -> None:
     """Its docstring: "with no import but ``re``"."""
     assert top_level_imports(PACKAGE / "specials.py") <= {"__future__", "re"}
+
+
+def test_the_command_line_loads_no_heavy_module_before_a_command_runs() -> None:
+    """cli's docstring: torch, datasets and matplotlib are imported inside the commands that need
+    them, so ``mt --help`` starts fast (the extras too); export.quantization's: the CLI names the
+    weight types without torch."""
+    heavy = {"torch", "datasets", "matplotlib", "fastapi", "uvicorn", "lingua", "ctranslate2", "transformers"}
+    code = "import sys, mt_cli.cli, mt_cli.export.quantization; print(*sorted(sys.modules))"
+    run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    loaded = {module.split(".")[0] for module in run.stdout.split()}
+    assert not loaded & heavy, f"importing mt_cli.cli loads {sorted(loaded & heavy)}"
 
 
 # --- the import contracts: every wing placed, every "only" complete -------------------------
