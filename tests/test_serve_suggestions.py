@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ import pytest
 from helpers import ServeProcess, in_process, start_server
 
 from mt_cli.config.options import TranslateOptions
+from mt_cli.data.suggestion_keys import key_hash, secret_path
 from mt_cli.data.suggestions import Suggestion, suggestion_pairs
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -60,6 +62,11 @@ def rows(database: Path) -> list[tuple]:
         return connection.execute("SELECT * FROM suggestions ORDER BY rowid").fetchall()
     finally:
         connection.close()
+
+
+def hashed(database: Path, key: str) -> str:
+    """What the database stores for ``key``: its keyed hash under the database's secret."""
+    return key_hash(bytes.fromhex(secret_path(database).read_text()), key)
 
 
 # --- in-process: the answers ------------------------------------------------------------------
@@ -143,7 +150,7 @@ def test_bad_input_is_a_400_in_one_line_and_stores_nothing(
     assert rows(database) == []
 
 
-def test_keys_are_checked_and_the_key_stored(tmp_path: Path) -> None:
+def test_keys_are_checked_and_stored_as_a_keyed_hash_in_a_file_for_its_owner(tmp_path: Path) -> None:
     database = tmp_path / "s.db"
     app = create_app(NoEngine(), Settings(api_keys=frozenset(KEYS), suggestions=database))
     good = {"q": "Hund", "s": "Dog", **PAIR}
@@ -163,7 +170,16 @@ def test_keys_are_checked_and_the_key_stored(tmp_path: Path) -> None:
     assert (wrong.status_code, wrong.json()) == (403, {"error": "invalid API key"})
     assert (keyed.status_code, keyed.json()) == (200, {"success": True})
     [(q, s, source, target, translation, created, key)] = rows(database)
-    assert (q, s, source, target, translation, key) == ("Hund", "Dog", "de", "en", "Hound", KEYS[1])
+    assert (q, s, source, target, translation, key) == (
+        "Hund",
+        "Dog",
+        "de",
+        "en",
+        "Hound",
+        hashed(database, KEYS[1]),
+    )
+    assert not any(KEYS[1].encode() in path.read_bytes() for path in tmp_path.iterdir())
+    assert stat.S_IMODE(database.stat().st_mode) & 0o077 == 0
     assert timedelta(0) <= datetime.now(timezone.utc) - datetime.fromisoformat(created) < timedelta(minutes=1)
 
 
@@ -257,7 +273,14 @@ def test_a_thousand_concurrent_suggestions_are_all_stored(suggesting: tuple[Serv
     stored = {row[:5] + row[6:] for row in rows(database)}
     assert len(rows(database)) == CONCURRENT
     assert stored == {
-        (f"Satz {k}.", f"Sentence {k}.", "de", "en", f"Set {k}." if k % 3 else None, KEYS[k % 2])
+        (
+            f"Satz {k}.",
+            f"Sentence {k}.",
+            "de",
+            "en",
+            f"Set {k}." if k % 3 else None,
+            hashed(database, KEYS[k % 2]),
+        )
         for k in range(CONCURRENT)
     }
     assert server.stop() == 0

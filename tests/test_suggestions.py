@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ from helpers import CONFIGS
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import CorpusConfig
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
+from mt_cli.data.suggestion_keys import key_hash, secret_path
 from mt_cli.data.suggestions import INSERT, Suggestion, fingerprint, open_for_writing, suggestion_pairs
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
@@ -119,23 +122,125 @@ def test_a_libretranslate_database_reads_and_gets_mts_columns(tmp_path: Path) ->
     assert list(suggestion_pairs(db, "de", "en"))[-2:] == [("Ja.", "Yes."), ("Nein.", "No.")]
 
 
-def test_a_file_that_cannot_hold_suggestions_is_one_line(tmp_path: Path) -> None:
+def serve_with(database: Path, cwd: Path, limit: int | None = None) -> subprocess.CompletedProcess:
+    """`mt serve --suggestions DATABASE` over a run that does not exist, under umask 022 and a file
+    size limit: the database is opened (made, checked) before the run is looked for."""
+
+    def setup() -> None:
+        os.umask(0o022)
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    command = [sys.executable, "-m", "mt_cli", "serve", "--run", str(cwd / "no-run")]
+    return subprocess.run(
+        [*command, "--suggestions", str(database)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        preexec_fn=setup,
+    )
+
+
+def test_a_file_that_cannot_hold_suggestions_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a database, but long enough to be read as one " * 40)
     other = sqlite3.connect(tmp_path / "other.db")
     other.execute("CREATE TABLE suggestions (text TEXT)")
     other.close()
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    read_only_wal = tmp_path / "read-only.db"
+    connection = sqlite3.connect(read_only_wal)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute(LIBRETRANSLATE_TABLE)
+    connection.close()
     cases = {
-        tmp_path / "missing" / "s.db": "unable to open database file (does its folder exist?)",
-        tmp_path: "unable to open database file (does its folder exist?)",
+        tmp_path / "missing" / "s.db": "its folder does not exist",
+        tmp_path / "folder": "is a directory; give the path of a file",
+        tmp_path / "pipe": "is not a regular file (a device or a pipe); give the path of a file",
         tmp_path / "notes.txt": "file is not a database",
         tmp_path / "other.db": "its table suggestions has no column q; give a new file or one that",
     }
+    before = sorted(tmp_path.rglob("*"))
     for path, message in cases.items():
         with pytest.raises(InputError) as err:
             open_for_writing(path)
         assert str(err.value).startswith(f"suggestions database {path}: ") and message in str(err.value)
         assert "\n" not in str(err.value)
-    assert not (tmp_path / "missing").exists()
+        assert sorted(tmp_path.rglob("*")) == before, path  # no journal, log or secret left behind
+    # A database its user may not write (root may write any file: checked for other users only).
+    read_only_wal.chmod(0o444)
+    if os.access(read_only_wal, os.W_OK):
+        return
+    with pytest.raises(InputError, match="attempt to write a readonly database"):
+        open_for_writing(read_only_wal)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_failed_open_through_mt_serve_leaves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a database, but long enough to be read as one " * 40)
+    before = sorted(tmp_path.rglob("*"))
+    for database, limit, message in [
+        (tmp_path / "new.db", 5000, "disk I/O error"),  # a full disk while SQLite makes its log
+        (tmp_path / "notes.txt", None, "file is not a database"),
+        (tmp_path, None, "is a directory"),
+    ]:
+        result = serve_with(database, tmp_path, limit)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert (
+            result.stderr.startswith(f"error: suggestions database {database}: ") and message in result.stderr
+        )
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert sorted(tmp_path.rglob("*")) == before, database
+
+
+def test_mt_serve_makes_the_database_for_its_owner_alone_and_stores_keys_hashed(tmp_path: Path) -> None:
+    database = tmp_path / "s.db"
+    result = serve_with(database, tmp_path)  # umask 022: a file others may read, unless mt says not
+    assert result.returncode == 2 and "run directory" in result.stderr, result.stderr  # made, then no run
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
+    secret = secret_path(database)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["s.db", "s.db.secret"]
+    connection = open_for_writing(database)
+    connection.execute(INSERT, Suggestion("Hund", "Dog", "de", "en", None, WHEN, "k-one").row())
+    connection.close()
+    [(key,)] = sqlite3.connect(database).execute("SELECT api_key FROM suggestions").fetchall()
+    assert key == key_hash(bytes.fromhex(secret.read_text()), "k-one") and key.startswith("hmac-sha256:")
+    assert b"k-one" not in database.read_bytes()
+    # The secret is the database's: one others may read, or one that is not a secret, is refused.
+    secret.chmod(0o644)
+    with pytest.raises(InputError, match=r"may be read by others \(mode 0644\); chmod 600 it$"):
+        open_for_writing(database)
+    secret.chmod(0o600)
+    secret.write_text("not a secret\n")
+    with pytest.raises(InputError, match="is not 64 hex digits; restore it"):
+        open_for_writing(database)
+
+
+def test_keys_an_older_mt_stored_as_sent_are_hashed_when_mt_serve_opens_the_database(tmp_path: Path) -> None:
+    database = tmp_path / "old.db"
+    connection = sqlite3.connect(database)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute(
+        "CREATE TABLE suggestions (q TEXT NOT NULL, s TEXT NOT NULL, source TEXT NOT NULL, "
+        "target TEXT NOT NULL, translation TEXT, created TEXT, api_key TEXT)"
+    )
+    rows = [
+        ("Hund", "Dog", "de", "en", None, WHEN, "clear-key-one"),
+        ("Ja", "Yes", "de", "en", None, WHEN, None),
+    ]
+    connection.executemany("INSERT INTO suggestions VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    connection.commit()
+    connection.close()
+    assert b"clear-key-one" in database.read_bytes()
+    result = serve_with(database, tmp_path)
+    assert result.returncode == 2 and "run directory" in result.stderr, result.stderr
+    secret = bytes.fromhex(secret_path(database).read_text())
+    stored = sqlite3.connect(database).execute("SELECT q, api_key FROM suggestions ORDER BY rowid").fetchall()
+    assert stored == [("Hund", key_hash(secret, "clear-key-one")), ("Ja", None)]
+    assert not any(b"clear-key-one" in path.read_bytes() for path in tmp_path.iterdir() if path.is_file())
+    assert list(suggestion_pairs(database, "de", "en")) == [("Hund", "Dog"), ("Ja", "Yes")]
 
 
 def test_a_database_that_cannot_be_read_is_a_data_error(tmp_path: Path) -> None:

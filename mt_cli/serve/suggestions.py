@@ -7,7 +7,7 @@ Off unless ``mt serve --suggestions PATH`` names the database, as in LibreTransl
 translation), ``source`` and ``target`` (a direction the model translates; not ``auto``: a row is
 training data, and its language must be known), optionally ``translatedText`` (the translation
 that was corrected, which LibreTranslate's page does not send) and ``api_key`` (checked as for
-/translate when the server has keys). Each field is checked first (a 400 in one line: one missing
+/translate when the server has keys; stored as a keyed hash, ``data.suggestion_keys``). Each field is checked first (a 400 in one line: one missing
 or blank, over ``--max-chars``, a ``q`` and ``s`` of different line counts, a direction the model
 does not know), and ``{"success": true}`` answers once the row is committed to disk.
 
