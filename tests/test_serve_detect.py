@@ -7,18 +7,20 @@ many-to-English model answers each line's own language.
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
 import pytest
-from helpers import MANY_TO_ENGLISH_SOURCES, ServeProcess, start_server
+from helpers import MANY_TO_ENGLISH_SOURCES, ServeProcess, in_process, start_server
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
+from mt_cli.serve.app import Settings, create_app
 from mt_cli.serve.detect import Detector, auto_sources, detect
 from mt_cli.serve.parse import ApiError, Pair
 
@@ -144,6 +146,43 @@ def test_a_model_code_is_matched_by_its_primary_subtag_and_answered_as_the_model
         auto_sources(detector, ["Ein Mann fährt mit dem Fahrrad die Straße entlang."], "en", pair)[0].language
         == "deu"
     )
+
+
+class DetectOnly:
+    """A de -> en engine that /detect never asks for a translation."""
+
+    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 1, "none", 1
+    directions = (("de", "en"),)
+
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        return options
+
+    def translate(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list:
+        raise AssertionError("/detect translated")
+
+
+def test_text_in_several_languages_is_named_by_its_share_never_a_confident_stranger() -> None:
+    # Whole, this text was Tagalog at 97.65: its n-grams fit no one language, and the sharpening
+    # by length that suits one language made a confident answer of a flat one.
+    greetings = "Hello world. Hallo Welt. Bonjour le monde. Hola mundo. Ciao mondo."
+    thirds = "Zwei Hunde spielen im Schnee. Two dogs play in the snow. Deux chiens jouent dans la neige."
+    mostly_german = (
+        "Ein Mann steht auf einer Leiter. Er putzt die Fenster des Hauses. A man is standing on a ladder."
+    )
+    texts = [greetings, thirds, "\n".join(thirds.split(". ")), mostly_german, "Ja. Nein. Danke schön. Bitte."]
+    app = create_app(DetectOnly(), Settings())
+
+    async def scenario(http: httpx.AsyncClient) -> list[list[dict]]:
+        return [(await http.post("/detect", json={"q": text}, timeout=120)).json() for text in texts]
+
+    found = asyncio.run(in_process(app, scenario))
+    assert found[0][0]["language"] in {"en", "de", "fr", "es", "it"} and found[0][0]["confidence"] < 50
+    for answer in found[1:3]:  # a third each: the three languages, none above half
+        assert {guess["language"] for guess in answer} == {"de", "en", "fr"}
+        assert all(20 < guess["confidence"] < 50 for guess in answer), answer
+    assert [guess["language"] for guess in found[3][:2]] == ["de", "en"]  # German, two thirds of it
+    assert 50 < found[3][0]["confidence"] < 90 and 10 < found[3][1]["confidence"] < 50
+    assert found[4] == [{"confidence": 100.0, "language": "de"}]  # one language, sentence after sentence
 
 
 @pytest.fixture(scope="module")

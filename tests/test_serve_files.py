@@ -136,11 +136,13 @@ def test_a_docx_keeps_its_runs_and_their_styles(server) -> None:
         ("bad.docx", b"PK\x03\x04 not a zip", 400, "not a valid .docx file"),
         ("bad.srt", b"1\nnot a timing\n", 400, "line 2 should be a timing line"),
         ("latin1.txt", "Grüße".encode("latin-1"), 400, "is not UTF-8 (line 1)"),
+        ("utf16.txt", TEXT.encode("utf-16-le"), 400, "is UTF-16 without a byte-order mark (UTF-16LE)"),
+        ("utf16.srt", SRT.encode("utf-16"), 400, "is UTF-16 (it starts with a byte-order mark)"),
         ("x.pdf", b"%PDF", 400, "file format not supported"),
         ("big.txt", b"Ein Hund. " * (MAX_FILE // 10 + 1), 413, f"over this server's {MAX_FILE} bytes"),
         ("huge.txt", b"Ein Hund. " * (MAX_FILE // 5), 413, "request body"),
     ],
-    ids=["docx", "srt", "latin1", "pdf", "big", "huge"],
+    ids=["docx", "srt", "latin1", "utf16", "utf16-bom", "pdf", "big", "huge"],
 )
 def test_a_bad_or_oversized_file_is_a_4xx_and_leaves_nothing(server, temporary, name, data, status, message):
     answer = post(server, name, data)

@@ -22,7 +22,7 @@ from mt_cli.config.sections import CorpusConfig, DataConfig
 from mt_cli.data import suggestions, synthetic
 from mt_cli.data.filters import Filtered
 from mt_cli.data.formats import Pair, decoded, hub_pairs, table_pairs
-from mt_cli.disk.reading import open_bytes
+from mt_cli.disk.reading import open_bytes, utf16_refusal
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.errors import DataError
 
@@ -116,8 +116,16 @@ def _stream_pair(src_path: Path, tgt_path: Path) -> Iterator[Pair]:
                     "parallel files need one sentence per line on both sides"
                 )
             if count == 0:
+                _refuse_utf16(pair, (src_path, tgt_path))
                 pair = tuple(raw.removeprefix(b"\xef\xbb\xbf") for raw in pair)
             yield decoded(pair[0].rstrip(b"\r\n")), decoded(pair[1].rstrip(b"\r\n"))
+
+
+def _refuse_utf16(first_lines: tuple[bytes, bytes], paths: tuple[Path, Path]) -> None:
+    """A DataError for a side whose first line shows it is UTF-16 (its pairs would be garbage)."""
+    for line, path in zip(first_lines, paths):
+        if refusal := utf16_refusal(line, str(path)):
+            raise DataError(refusal)
 
 
 def _streams(

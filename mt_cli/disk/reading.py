@@ -3,6 +3,9 @@
 Every reader of a corpus, a list of sentences or a checkpoint's side files opens it here, so a
 missing file, a directory where a file belongs, a damaged or truncated gzip and text that is not
 UTF-8 each end as one line naming the file (``DataError`` or ``InputError``), never a traceback.
+UTF-16 text is refused so too (``utf16_refusal``), with or without a byte-order mark: without
+one, text in the Latin script is valid UTF-8 with a NUL byte after each letter, and would be
+translated as garbage.
 Lines split on "\\n" alone, and a line is yielded as soon as it is read, so a person typing at a
 terminal gets an answer per line. Writing is ``files``'s.
 """
@@ -18,6 +21,32 @@ from pathlib import Path
 from typing import BinaryIO
 
 from mt_cli.errors import DataError, InputError
+
+UTF16_SAMPLE = 4096  # bytes of a text looked at for UTF-16
+UTF16_NULS = 16  # UTF-16 without a mark: NULs in one byte of at least 1 in 16 two-byte units (spaces do)
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # little- and big-endian
+_CONVERT = ", not UTF-8; convert it, e.g. with iconv -f {} -t UTF-8"
+
+
+def utf16_refusal(data: bytes, name: str, offset: int = 0) -> str | None:
+    """The one-line message refusing ``data`` (a file's start, or a line of it starting at byte
+    ``offset``) as UTF-16 text, or None if it does not look like UTF-16.
+
+    With a byte-order mark it is UTF-16; without one, its NUL bytes give it away: at least one in
+    ``UTF16_NULS`` two-byte units (Latin letters have one each; other scripts' texts their
+    spaces and line ends) and all of them in the same byte of their unit, never in the other.
+    UTF-8 text has no NUL byte to speak of."""
+    if offset == 0 and data[:2] in _UTF16_MARKS:
+        return f"{name} is UTF-16 (it starts with a byte-order mark)" + _CONVERT.format("UTF-16")
+    sample = data[:UTF16_SAMPLE]
+    first, second = sample[0::2].count(0), sample[1::2].count(0)
+    if offset % 2:
+        first, second = second, first
+    nuls = max(first, second)
+    if nuls < 2 or min(first, second) or nuls * UTF16_NULS < len(sample) // 2:
+        return None
+    order = "UTF-16BE" if first else "UTF-16LE"  # big-endian: the NUL before its letter
+    return f"{name} is UTF-16 without a byte-order mark ({order})" + _CONVERT.format(order)
 
 
 def check_input_file(path: Path, option: str) -> None:
@@ -108,6 +137,8 @@ def read_lines(path: str | Path) -> list[str]:
     path = Path(path)
     with open_bytes(path) as handle:
         raw = handle.read()
+    if refusal := utf16_refusal(raw, str(path)):
+        raise DataError(refusal)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -128,9 +159,10 @@ def stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
     """Lines of a binary stream as they arrive (for stdin and big files), decoded as UTF-8.
 
     Yields each line as soon as its newline is read, so a person typing at a terminal gets an
-    answer per line; a line that is not UTF-8 is an InputError naming its number.
+    answer per line; a line that is not UTF-8 is an InputError naming its number, and UTF-16
+    (``utf16_refusal``) one saying so, at the first line that shows it.
     """
-    number = 0
+    number = offset = 0
     while True:
         try:
             raw = stream.readline()
@@ -139,6 +171,9 @@ def stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
         if not raw:
             return
         number += 1
+        if (offset == 0 or b"\0" in raw) and (refusal := utf16_refusal(raw, name, offset)):
+            raise InputError(refusal)
+        offset += len(raw)
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -4,7 +4,8 @@ into sentences to translate and written back around their translations.
 .txt is plain text (``plain``), .html and .htm HTML (``pages``), .srt SubRip subtitles
 (``subtitles``), all three UTF-8 (a byte-order mark kept); .docx a Word document
 (``wordfiles``). ``/translate_file`` and ``mt translate -i FILE`` (through ``Model.translate_file``)
-read files here; a file that is not what its format says is an ``InputError`` in one line.
+read files here; a file that is not what its format says (UTF-16 text among them) is an
+``InputError`` in one line.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Protocol
 
+from mt_cli.disk.reading import utf16_refusal
 from mt_cli.documents.document import Document
 from mt_cli.documents.formats import DocumentFormat, read_documents
 from mt_cli.documents.sentences import segmenter
@@ -81,6 +83,8 @@ def read_file(data: bytes, form: FileFormat, language: str, name: str = "the fil
     sentences split by the rules of ``language``."""
     if form is FileFormat.DOCX:
         return WordDocument(data, language, segmenter())
+    if refusal := utf16_refusal(data, name):  # Latin-script UTF-16 would decode, as garbage
+        raise InputError(refusal)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -47,6 +47,7 @@ SHARPNESS = 0.4  # lingua's value to the power SHARPNESS * letters: the best log
 OWN_WEIGHT = 10.0  # prior odds of each of the model's languages against any other language
 CANDIDATES = 3  # languages /detect lists, best first
 _PRIMARY = re.compile(r"[a-z]{2,3}")  # a model code's primary subtag: "pt" of "pt_BR"
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？])\s+|\s*\n\s*")  # where /detect cuts a text into sentences
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,20 @@ class Detector:
         return code in self._known
 
     def rank(self, text: str) -> list[Guess]:
-        """Every language with a confidence above 0, best first; empty for a text with no letters."""
-        return self.weigh(text, self.lingua_values(text))
+        """Every language with a confidence above 0, best first; empty for a text with no letters.
+
+        A text of several sentences (or lines) is weighed a sentence at a time: where every
+        sentence's likeliest language is the same, their evidence adds up as one text's would;
+        where they differ, the text is in several languages, and a language's confidence is its
+        share of the text (each sentence's confidence in it, weighted by its letters), so the
+        language of most of the text comes first at the confidence its share earns."""
+        parts = [(part, values) for part in _sentences(text) if (values := self.lingua_values(part))]
+        if len(parts) <= 1:
+            return self.weigh(*parts[0]) if parts else []
+        each = [self.weigh(part, values) for part, values in parts]
+        if len({ranked[0].language for ranked in each}) == 1:
+            return self._normalised(_joint([self._likelihoods(part, values) for part, values in parts]))
+        return _mixture([(_letters(part), ranked) for (part, _), ranked in zip(parts, each)])
 
     def lingua_values(self, text: str) -> list[tuple[lingua.Language, float]]:
         """lingua's confidence values for ``text``: every language it has not ruled out, summing
@@ -102,15 +115,24 @@ class Detector:
     def weigh(self, text: str, values: Sequence[tuple[lingua.Language, float]]) -> list[Guess]:
         """``values`` of ``text`` sharpened by its length and weighted to the model's languages:
         log p = sharpness * letters * log v (+ log weight for a model language), normalised."""
-        letters = sum(char.isalpha() for char in text)
-        logs = [
-            (language, self.sharpness * max(letters, 1) * math.log(value) + self._log_weight(language))
-            for language, value in values
-        ]
+        return self._normalised(self._likelihoods(text, values))
+
+    def _likelihoods(
+        self, text: str, values: Sequence[tuple[lingua.Language, float]]
+    ) -> dict[lingua.Language, float]:
+        """log p of ``text`` for each language in ``values``, before the weight: sharpness *
+        letters * log v."""
+        letters = max(_letters(text), 1)
+        return {language: self.sharpness * letters * math.log(value) for language, value in values}
+
+    def _normalised(self, logs: dict[lingua.Language, float]) -> list[Guess]:
+        """The languages of ``logs`` (log p, each model language's weight added here), best first,
+        with confidences in percent that sum to 100."""
         if not logs:
             return []
-        top = max(log for _, log in logs)
-        scores = [(language, math.exp(log - top)) for language, log in logs]  # the best: 1
+        weighted = [(language, log + self._log_weight(language)) for language, log in logs.items()]
+        top = max(log for _, log in weighted)
+        scores = [(language, math.exp(log - top)) for language, log in weighted]  # the best: 1
         total = sum(score for _, score in scores)
         ranked = sorted(scores, key=lambda item: -item[1])  # stable: lingua's order among ties
         return [
@@ -131,6 +153,35 @@ class Detector:
 
                 self._lingua = LanguageDetectorBuilder.from_all_languages().build()
             return self._lingua
+
+
+def _sentences(text: str) -> list[str]:
+    """``text`` cut after each sentence's final punctuation and at each line break."""
+    return [part for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def _letters(text: str) -> int:
+    return sum(char.isalpha() for char in text)
+
+
+def _joint(parts: Sequence[dict[lingua.Language, float]]) -> dict[lingua.Language, float]:
+    """log p of several sentences in one language: the sum of theirs, for each language that no
+    sentence rules out."""
+    common = set(parts[0]).intersection(*parts[1:])
+    return {language: sum(logs[language] for logs in parts) for language in parts[0] if language in common}
+
+
+def _mixture(parts: Sequence[tuple[int, list[Guess]]]) -> list[Guess]:
+    """Each language's share of a text of several languages: its confidence in each sentence,
+    weighted by the sentence's letters; best first."""
+    total = sum(letters for letters, _ in parts)
+    shares: dict[tuple[str, str], float] = {}
+    for letters, ranked in parts:
+        for guess in ranked:
+            key = (guess.language, guess.name)
+            shares[key] = shares.get(key, 0.0) + guess.confidence * letters / total
+    ranked_shares = sorted(shares.items(), key=lambda item: -item[1])  # stable: first seen among ties
+    return [Guess(language, name, share) for (language, name), share in ranked_shares]
 
 
 def _lingua_language(code: str) -> lingua.Language | None:
