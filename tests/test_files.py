@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from mt_cli.disk.files import AtomicTextOutput, atomic_write_bytes, check_output_path, write_json
+from mt_cli.disk.files import (
+    AtomicTextOutput,
+    atomic_write_bytes,
+    check_output_path,
+    write_json,
+    written_in_place,
+)
 from mt_cli.disk.reading import check_input_file
 from mt_cli.errors import InputError, RunFailure
 
@@ -138,3 +146,64 @@ def test_both_writers_give_new_files_the_umask_and_keep_a_replaced_files_mode(
             assert (new.stat().st_mode & 0o777, kept.stat().st_mode & 0o777) == (0o666 & ~umask, 0o640)
     finally:
         os.umask(previous)
+
+
+def _read_fifo(fifo: Path, into: list[bytes]) -> threading.Thread:
+    """A reader of ``fifo`` in a thread (a FIFO's writer blocks until one opens it)."""
+
+    def read() -> None:
+        with open(fifo, "rb") as handle:
+            into.append(handle.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def test_a_special_file_is_written_in_place_and_stays_what_it_was(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert written_in_place(fifo) and written_in_place(Path("/dev/null"))
+    assert not written_in_place(tmp_path / "new.txt")
+    for write in (
+        lambda: atomic_write_bytes(fifo, lambda handle: handle.write(b"bytes\n")),
+        lambda: _write_lines(AtomicTextOutput(fifo), ["one\n", "two\n"]),
+    ):
+        received: list[bytes] = []
+        reader = _read_fifo(fifo, received)
+        write()
+        reader.join(timeout=10)
+        assert received and received[0] in (b"bytes\n", b"one\ntwo\n")
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still a FIFO, not a regular file
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]  # no temporary left beside it
+
+
+def _write_lines(output: AtomicTextOutput, lines: list[str]) -> None:
+    for line in lines:
+        output.write(line)
+    output.commit()
+
+
+def test_a_write_through_a_link_replaces_its_target_and_the_link_stays(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "scores.json"
+    target.write_text("earlier\n", encoding="utf-8")
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    write_json({"bleu": 1.5}, link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text(encoding="utf-8") == '{\n  "bleu": 1.5\n}\n'
+    dangling = tmp_path / "later.txt"
+    dangling.symlink_to(tmp_path / "real" / "made.txt")  # `>` makes a dangling link's target
+    output = AtomicTextOutput(dangling)
+    output.write("made\n")
+    output.commit()
+    assert dangling.is_symlink() and (tmp_path / "real" / "made.txt").read_text(encoding="utf-8") == "made\n"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["made.txt", "scores.json"]
+
+
+def test_a_link_into_a_missing_directory_is_refused_before_the_work(tmp_path: Path) -> None:
+    link = tmp_path / "out.txt"
+    link.symlink_to(tmp_path / "gone" / "out.txt")
+    with pytest.raises(InputError, match="directory .*gone does not exist"):
+        check_output_path(link, "--output")

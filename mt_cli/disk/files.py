@@ -1,8 +1,12 @@
 """Writing files the way every command does: atomic writes, checked outputs, content digests.
 
-Every write goes to a temporary file in the target's directory and is renamed into place, so a
-crash or Ctrl-C in the middle leaves the previous file (or none), never half of one. Outputs are
-checked before any work starts, so a typo in ``--output`` costs nothing. Reading is ``reading``'s.
+Every write to a regular file goes to a temporary file in the target's directory and is renamed
+into place, so a crash or Ctrl-C in the middle leaves the previous file (or none), never half of
+one. A write lands where a shell's ``>`` would put it: through a symbolic link into the file it
+names (the link stays a link), and into a special file (``/dev/null``, ``/dev/stdout``, a terminal,
+a FIFO) in place, since renaming over a device would make it a regular file for the whole machine.
+Outputs are checked before any work starts, so a typo in ``--output`` costs nothing. Reading is
+``reading``'s.
 """
 
 from __future__ import annotations
@@ -73,6 +77,22 @@ def final_mode(path: Path) -> int:
         return NEW_FILE & ~_umask()
 
 
+def written_in_place(path: Path) -> bool:
+    """Whether a write to ``path`` goes into the file itself, as a shell's ``>`` does, rather than
+    replacing it: a device, FIFO, socket or terminal, links followed (``/dev/stdout`` is a link)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # nothing there yet (or a dangling link): a new regular file
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def replaced_file(path: Path) -> Path:
+    """The file a write to ``path`` replaces: the end of its chain of links (made if missing, as
+    ``>`` makes a dangling link's target), so that the link itself survives the rename."""
+    return Path(os.path.realpath(path))
+
+
 def _temporary_next_to(path: Path) -> tuple[int, str]:
     """A new hidden file ``.NAME.XXXX.tmp`` in ``path``'s directory: renaming it over ``path`` is atomic."""
     return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -116,29 +136,40 @@ def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], Any]) -> None:
     """Call ``write(file)`` on a temporary file next to ``path``, then rename it into place.
 
     A failed write (disk full, read-only, too large) is a RunFailure naming ``path``; the
-    temporary file is removed and an earlier ``path`` stays as it was.
+    temporary file is removed and an earlier ``path`` stays as it was. A special file is written
+    in place (``written_in_place``), a link's target replaced.
     """
+    if written_in_place(path):
+        with writing(path), open(path, "wb") as handle:
+            _write_recorded(handle, write)
+        return
     tmp = None
+    target = replaced_file(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _temporary_next_to(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _temporary_next_to(target)
         with os.fdopen(fd, "wb") as handle:
-            recorded = _RecordedWrites(handle)
-            try:
-                write(recorded)  # type: ignore[arg-type]
-            except Exception:
-                if recorded.error is not None:  # whatever the writer made of it, the write failed
-                    raise recorded.error from None
-                raise
+            _write_recorded(handle, write)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, final_mode(path))
-        os.replace(tmp, path)
+        os.chmod(tmp, final_mode(target))
+        os.replace(tmp, target)
     except OSError as err:
         raise write_failure(path, err) from None
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _write_recorded(handle: BinaryIO, write: Callable[[BinaryIO], Any]) -> None:
+    """``write(handle)``, raising the OSError of a failed write whatever the writer made of it."""
+    recorded = _RecordedWrites(handle)
+    try:
+        write(recorded)  # type: ignore[arg-type]
+    except Exception:
+        if recorded.error is not None:  # the writer's own error would hide that the write failed
+            raise recorded.error from None
+        raise
 
 
 def file_sha256(path: Path) -> str:
@@ -161,10 +192,15 @@ def write_json(data: Any, path: Path) -> None:
 
 
 def check_output_path(path: Path, option: str) -> None:
-    """InputError unless ``path`` can be created as a file: its directory exists, it is no directory."""
+    """InputError unless ``path`` can be written as a file: a special file this process may write,
+    or a name (a link's target) whose directory exists and takes new files; no directory."""
     if path.is_dir():
         raise InputError(f"{option} {path} is a directory; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
+    if written_in_place(path):
+        if not os.access(path, os.W_OK):
+            raise InputError(f"{option} {path} is not writable (permission denied); write elsewhere")
+        return
+    parent = replaced_file(path).parent
     if not parent.is_dir():
         raise InputError(f"{option} {path}: directory {parent} does not exist; create it first")
     reason = unwritable(parent)
@@ -189,14 +225,21 @@ class AtomicTextOutput:
 
     Opened before the work, so an unwritable path fails first; if the work fails or is
     interrupted, ``discard`` removes the temporary file and an existing file at ``path`` is kept.
+    A special file (``/dev/stdout``, a FIFO) is written in place, line by line, with nothing to
+    rename or take back; a link's target is the file replaced.
     """
 
     def __init__(self, path: Path, option: str = "--output") -> None:
         check_output_path(path, option)
         self.path = path
+        self.tmp: str | None = None
         with writing(path):
-            fd, self.tmp = _temporary_next_to(path)
-        self.handle: IO[str] = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+            if written_in_place(path):
+                self.handle: IO[str] = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+                return
+            self.target = replaced_file(path)
+            fd, self.tmp = _temporary_next_to(self.target)
+        self.handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
     def write(self, text: str) -> None:
         with writing(self.path):
@@ -208,11 +251,14 @@ class AtomicTextOutput:
 
     def commit(self) -> None:
         with writing(self.path):
+            if self.tmp is None:  # written in place: nothing to make durable or rename
+                self.handle.close()
+                return
             self.handle.flush()
             os.fsync(self.handle.fileno())
             self.handle.close()
-            os.chmod(self.tmp, final_mode(self.path))
-            os.replace(self.tmp, self.path)
+            os.chmod(self.tmp, final_mode(self.target))
+            os.replace(self.tmp, self.target)
 
     def discard(self) -> None:
         if not self.handle.closed:
@@ -220,5 +266,5 @@ class AtomicTextOutput:
             # file is removed anyway (the handle is closed all the same).
             with contextlib.suppress(OSError):
                 self.handle.close()
-        if os.path.exists(self.tmp):
+        if self.tmp is not None and os.path.exists(self.tmp):
             os.unlink(self.tmp)
