@@ -7,6 +7,7 @@ code. Bad input must give one line on stderr, a documented exit code, and lose n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -17,13 +18,16 @@ from pathlib import Path
 
 import pytest
 import sacrebleu
+import typer
 import yaml
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
+from mt_cli.cli.engines import ModelChoice
 from mt_cli.config.recipe import load_config
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import recipe_names
+from mt_cli.serve.settings import Settings
 from mt_cli.version import __version__
 
 COMMANDS = ["prepare", "train", "config", "translate", "eval", "average", "bench", "plot"]
@@ -91,6 +95,41 @@ def test_help_and_version() -> None:
                 and f" {command} [OPTIONS]" in result.stdout
             )
     assert "--install-completion" in runner.invoke(app, ["--help"]).stdout
+
+
+def test_every_command_that_opens_a_model_takes_the_same_options() -> None:
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    shapes = {}
+    for name in ("translate", "eval", "score", "serve"):
+        params = {param.name: param for param in commands[name].params}
+        shapes[name] = [
+            (params[field.name].opts, params[field.name].help, params[field.name].default)
+            for field in dataclasses.fields(ModelChoice)
+        ]
+    assert len(shapes["translate"]) == 7 and all(shape == shapes["translate"] for shape in shapes.values())
+
+
+def test_serve_takes_its_defaults_from_the_settings() -> None:
+    serve = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
+    params = {param.name: param for param in serve.params}
+    settings = Settings()
+    # All but batch_lines (no option), options (--beam and --length-penalty) and api_keys (a file).
+    fields = [field.name for field in dataclasses.fields(Settings) if field.name in params]
+    fields.remove("api_keys")
+    assert len(fields) == 12
+    assert all(params[name].default == getattr(settings, name) for name in fields)
+    assert (params["beam"].default, params["length_penalty"].default) == (None, None)
+
+
+@pytest.mark.parametrize("command", [["translate", "x"], ["eval"], ["serve", "--port", "0"]])
+def test_beam_and_length_penalty_are_checked_by_the_option_rules(command: list[str]) -> None:
+    runner = CliRunner()
+    for option, value, message in (
+        ("--beam", "0", "error: beam size 0 must be at least 1 (1 is greedy search)"),
+        ("--length-penalty", "-1", "error: length penalty -1.0 must be a number >= 0 (0 turns it off)"),
+    ):
+        result = runner.invoke(app, [*command, "--run", "no-such-run", option, value])
+        assert result.exit_code == 2 and result.stderr.strip() == message, result.stderr
 
 
 def test_config_prints_the_resolved_recipe_from_any_directory(tmp_path: Path, monkeypatch) -> None:

@@ -165,6 +165,9 @@ def bad_inputs(run: Path, other: Path) -> list[tuple[list[str], str]]:
         (["--sample", "--temperature", "-1"], "temperature -1.0 must be a number >= 0 (0 means greedy)"),
         (["--sample", "--top-k", "0"], "top-k 0 must be at least 1"),
         (["--sample", "--beam", "2"], "cannot search with beam 2"),
+        (["--beam", "0"], "beam size 0 must be at least 1 (1 is greedy search)"),  # the rules' words
+        (["--length-penalty", "-1"], "length penalty -1.0 must be a number >= 0 (0 turns it off)"),
+        (["--n-best", "0"], "n-best 0 must be at least 1"),
         (["--top-k", "5", "--seed", "1"], "--top-k, --seed work only with --sample"),
         (["--align", "--engine", "ctranslate2"], "--align needs --engine mt"),
         (["--align", "--alignment-layer", "9"], "decoder layer 9 does not exist; the decoder has 2 layers"),

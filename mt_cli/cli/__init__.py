@@ -2,12 +2,12 @@
 
 One module per group of commands: ``recipe`` (prepare, train, config), ``translation``
 (translate, eval), ``scoring`` (score), ``tools`` (average, bench, plot), ``export`` (export),
-``importing`` (import: a published Marian model as a run) and
-``serve`` (serve). What they share: ``common`` (the app, option types, logging, one line and an
-exit code per error), ``engines`` (``--engine``, ``--compute-type``, ``--ensemble``: the model a
-command decodes with), ``documents`` (``mt translate``'s input: chunks of lines, ``--format``),
-``decoding`` (decoding options and how results are printed) and ``comparison`` (``mt eval
---hyp A --hyp B``'s table). Heavy modules (torch, datasets,
+``importing`` (import: a published Marian model as a run) and ``serve`` (serve). What they
+share: ``common`` (the app, option types, logging, one line and an exit code per error),
+``engines`` (``ModelChoice``: ``--run``, ``--engine``, ``--ensemble`` and the other options that
+open the model a command decodes with, declared once), ``documents`` (``mt translate``'s input:
+chunks of lines, ``--format``), ``decoding`` (decoding options and how results are printed) and
+``comparison`` (``mt eval --hyp A --hyp B``'s table). Heavy modules (torch, datasets,
 matplotlib) are imported inside the commands that need them, so ``mt --help`` starts fast.
 """
 

@@ -40,43 +40,30 @@ def option(kind: Any, *names: str, help: str, **settings: Any) -> Any:
     return Annotated[kind, typer.Option(*names, help=help, **settings)]
 
 
-ConfigOption = Annotated[
-    str,
-    typer.Option(
-        "--config", "-c", help="YAML recipe: a path, or the name of a shipped one (multi30k, quick)."
-    ),
-]
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option("--set", "-s", help="Override a config key: section.key=value (repeatable)."),
-]
-RunOption = Annotated[
-    Path, typer.Option("--run", "-r", "--run-dir", help="Run directory of a trained model.")
-]
-OptionalRunOption = Annotated[
-    Path | None,
-    typer.Option("--run", "-r", "--run-dir", help="Run directory (default: the config's run_dir)."),
-]
-CheckpointOption = Annotated[
+ConfigOption = option(
+    str, "--config", "-c", help="YAML recipe: a path, or the name of a shipped one (multi30k, quick)."
+)
+SetOption = option(
+    list[str] | None, "--set", "-s", help="Override a config key: section.key=value (repeatable)."
+)
+RunOption = option(Path, "--run", "-r", "--run-dir", help="Run directory of a trained model.")
+OptionalRunOption = option(
+    Path | None, "--run", "-r", "--run-dir", help="Run directory (default: the config's run_dir)."
+)
+CheckpointOption = option(
     str | None,
-    typer.Option(
-        "--checkpoint",
-        help="Checkpoint file, or a name in RUN/checkpoints (best, last, average; default: best).",
-    ),
-]
-DeviceOption = Annotated[str, typer.Option("--device", help="auto | cpu | cuda.")]
-BeamOption = Annotated[
-    int | None, typer.Option("--beam", "-b", min=1, help="Beam size (1 = greedy; default: the recipe's).")
-]
-LengthPenaltyOption = Annotated[
+    "--checkpoint",
+    help="Checkpoint file, or a name in RUN/checkpoints (best, last, average; default: best).",
+)
+DeviceOption = option(str, "--device", help="auto | cpu | cuda.")
+# Decoding options: their values are checked once, by the rules of ``TranslateOptions``.
+BeamOption = option(int | None, "--beam", "-b", help="Beam size (1 = greedy; default: the recipe's).")
+LengthPenaltyOption = option(
     float | None,
-    typer.Option(
-        "--length-penalty",
-        min=0.0,
-        help="Length penalty alpha: a beam's score is log-prob / length ** alpha (default: the recipe's).",
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
+    "--length-penalty",
+    help="Length penalty alpha: a beam's score is log-prob / length ** alpha (default: the recipe's).",
+)
+JsonOption = option(bool, "--json", help="Print one JSON object instead of text.")
 
 
 def log(message: str) -> None:

@@ -9,25 +9,9 @@ from pathlib import Path
 
 import typer
 
-from mt_cli.cli.common import (
-    DEFAULT_RUN,
-    CheckpointOption,
-    DeviceOption,
-    RunOption,
-    option,
-    standard_stream,
-    user_errors,
-)
-from mt_cli.cli.engines import (
-    ComputeType,
-    ComputeTypeOption,
-    EngineOption,
-    EnsembleOption,
-    EnsembleWeightsOption,
-    open_model,
-)
+from mt_cli.cli.common import option, standard_stream, user_errors
+from mt_cli.cli.engines import DEFAULT_MODEL, ModelChoice, opens_model
 from mt_cli.cli.translation import BufferOption, TgtLangOption, _write
-from mt_cli.decode.engine import EngineKind
 from mt_cli.disk.files import AtomicTextOutput, check_output_path
 from mt_cli.disk.reading import check_input_file
 from mt_cli.errors import InputError
@@ -50,8 +34,9 @@ ScoreJsonOption = option(
 
 
 @user_errors
+@opens_model
 def score(
-    run: RunOption = DEFAULT_RUN,
+    choice: ModelChoice = DEFAULT_MODEL,
     src: SrcOption = None,
     tgt: TgtOption = None,
     input_file: TsvOption = None,
@@ -59,12 +44,6 @@ def score(
     per_token: PerTokenOption = False,
     as_json: ScoreJsonOption = False,
     buffer_size: BufferOption = 1000,
-    checkpoint: CheckpointOption = None,
-    device: DeviceOption = "auto",
-    engine: EngineOption = EngineKind.MT,
-    compute_type: ComputeTypeOption = ComputeType.DEFAULT,
-    ensemble: EnsembleOption = None,
-    ensemble_weights: EnsembleWeightsOption = None,
     tgt_lang: TgtLangOption = None,
 ) -> None:
     """Score given translations: per line, the summed and the per-token (mean) log-probability
@@ -79,7 +58,7 @@ def score(
         standard_stream("stdout")
     if src is None and input_file is None:
         standard_stream("stdin", "give --src and --tgt, or --input FILE (a TSV)")
-    model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
+    model = choice.open()
     chunks = _pair_chunks(src, tgt, input_file, buffer_size)
     output = AtomicTextOutput(output_file) if output_file is not None else None
     sink = output or sys.stdout

@@ -4,30 +4,16 @@ from __future__ import annotations
 
 import errno
 import socket
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 
-from mt_cli.cli.common import (
-    DEFAULT_RUN,
-    BeamOption,
-    CheckpointOption,
-    DeviceOption,
-    LengthPenaltyOption,
-    RunOption,
-    log,
-    option,
-    user_errors,
-)
-from mt_cli.cli.engines import (
-    ComputeType,
-    ComputeTypeOption,
-    EngineOption,
-    EnsembleOption,
-    EnsembleWeightsOption,
-)
-from mt_cli.decode.engine import EngineKind
+from mt_cli.cli.common import BeamOption, LengthPenaltyOption, log, option, user_errors
+from mt_cli.cli.engines import DEFAULT_MODEL, ModelChoice, opens_model
 from mt_cli.errors import InputError, RunFailure
+from mt_cli.serve.settings import DEFAULT_SETTINGS as DEFAULTS
+from mt_cli.serve.settings import Settings
 
 HostOption = option(str, help="Address to listen on (0.0.0.0: every IPv4 interface).")
 PortOption = option(int, min=0, max=65535, help="Port to listen on (0: any free one, shown at startup).")
@@ -92,31 +78,27 @@ LISTEN_BACKLOG = 2048  # uvicorn's default: connections made while the model loa
 
 
 @user_errors
+@opens_model
 def serve(
-    run: RunOption = DEFAULT_RUN,
-    engine: EngineOption = EngineKind.MT,
-    checkpoint: CheckpointOption = None,
-    device: DeviceOption = "auto",
-    compute_type: ComputeTypeOption = ComputeType.DEFAULT,
-    ensemble: EnsembleOption = None,
-    ensemble_weights: EnsembleWeightsOption = None,
+    choice: ModelChoice = DEFAULT_MODEL,
     host: HostOption = "127.0.0.1",
     port: PortOption = 5000,
     api_keys: ApiKeysOption = None,
-    beam: BeamOption = None,
-    length_penalty: LengthPenaltyOption = None,
-    alternatives_limit: AlternativesLimitOption = 3,
-    max_chars: MaxCharsOption = 5000,
-    batch_wait_ms: BatchWaitOption = 5.0,
-    max_queue: MaxQueueOption = 1024,
-    max_request_lines: MaxRequestLinesOption = None,
-    timeout_read: TimeoutReadOption = 10.0,
-    timeout_keep_alive: TimeoutKeepAliveOption = 5.0,
-    timeout_graceful_shutdown: TimeoutGracefulShutdownOption = 8.0,
-    limit_concurrency: LimitConcurrencyOption = None,
-    suggestions: SuggestionsOption = None,
-    max_file_size: MaxFileSizeOption = 1 << 20,
-    file_ttl: FileTtlOption = 1800.0,
+    # The rest are Settings' fields: their defaults are its own.
+    beam: BeamOption = DEFAULTS.options.beam,
+    length_penalty: LengthPenaltyOption = DEFAULTS.options.length_penalty,
+    alternatives_limit: AlternativesLimitOption = DEFAULTS.alternatives_limit,
+    max_chars: MaxCharsOption = DEFAULTS.max_chars,
+    batch_wait_ms: BatchWaitOption = DEFAULTS.batch_wait_ms,
+    max_queue: MaxQueueOption = DEFAULTS.max_queue,
+    max_request_lines: MaxRequestLinesOption = DEFAULTS.max_request_lines,
+    timeout_read: TimeoutReadOption = DEFAULTS.timeout_read,
+    timeout_keep_alive: TimeoutKeepAliveOption = DEFAULTS.timeout_keep_alive,
+    timeout_graceful_shutdown: TimeoutGracefulShutdownOption = DEFAULTS.timeout_graceful_shutdown,
+    limit_concurrency: LimitConcurrencyOption = DEFAULTS.limit_concurrency,
+    suggestions: SuggestionsOption = DEFAULTS.suggestions,
+    max_file_size: MaxFileSizeOption = DEFAULTS.max_file_size,
+    file_ttl: FileTtlOption = DEFAULTS.file_ttl,
 ) -> None:
     """Serve the LibreTranslate HTTP API over a trained run, and a page to try it at /.
 
@@ -130,11 +112,10 @@ def serve(
     Exit codes: 2 a bad option (a --beam or --alternatives-limit too wide for the model included),
     --api-keys file or --suggestions database; 3 the port is in use or the server failed; 130 Ctrl-C.
     """
-    from mt_cli.config.options import TranslateOptions
     from mt_cli.documents.sentences import segmenter
 
     segmenter()  # every text is split into sentences: a missing sentencex stops it now, in one line
-    options = TranslateOptions(beam=beam, length_penalty=length_penalty, scores=False)
+    options = replace(DEFAULTS.options, beam=beam, length_penalty=length_penalty)
     keys = _read_keys(api_keys) if api_keys is not None else frozenset()
     if suggestions is not None:  # checked (and made) now, not after the model has loaded
         from mt_cli.data.suggestions import open_for_writing
@@ -142,17 +123,14 @@ def serve(
         open_for_writing(suggestions).close()
     listener = _listen(host, port)  # before the model loads, so a port in use fails at once
     try:
-        from mt_cli.cli.engines import open_model
         from mt_cli.config.card import describe_directions
         from mt_cli.serve.alternatives import decode_options
-        from mt_cli.serve.app import Settings, create_app
+        from mt_cli.serve.app import create_app
         from mt_cli.serve.server import serve as run_server
 
         # Decoding in this process: forking worker processes from a threaded server could copy a
         # lock some thread holds. Its batches use every core through torch's threads.
-        model = open_model(
-            run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights, processes=1
-        ).engine
+        model = choice.open(processes=1).engine
         # What every request, and one with the most alternatives, decodes with: refused now if the
         # engine must (a beam too wide for its vocabulary), never as a 500 per request.
         resolved = model.resolve(options)
@@ -175,9 +153,11 @@ def serve(
         )
         url = _url(listener)
         directions = describe_directions(model.directions)
-        decoding = f"beam {resolved.beam_size}, length penalty {resolved.alpha:g}"
+        decoding = (
+            f"{choice.engine.value} engine, beam {resolved.beam_size}, length penalty {resolved.alpha:g}"
+        )
         stored = f"; suggestions stored in {suggestions}" if suggestions is not None else ""
-        ready = f"mt serve: {directions} at {url} ({engine.value} engine, {decoding}, {model.origin}){stored}"
+        ready = f"mt serve: {directions} at {url} ({decoding}, {model.origin}){stored}"
         if not run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener, settings):
             raise RunFailure("the server did not start; see the messages above")
     finally:

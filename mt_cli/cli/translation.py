@@ -11,13 +11,9 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from mt_cli.cli.common import (
-    DEFAULT_RUN,
     BeamOption,
-    CheckpointOption,
-    DeviceOption,
     JsonOption,
     LengthPenaltyOption,
-    RunOption,
     option,
     standard_stream,
     user_errors,
@@ -41,14 +37,7 @@ from mt_cli.cli.documents import (
     translate_whole,
     translated_documents,
 )
-from mt_cli.cli.engines import (
-    ComputeType,
-    ComputeTypeOption,
-    EngineOption,
-    EnsembleOption,
-    EnsembleWeightsOption,
-    open_model,
-)
+from mt_cli.cli.engines import DEFAULT_MODEL, ModelChoice, opens_model
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import EngineKind
 from mt_cli.disk.files import AtomicTextOutput, check_output_path
@@ -63,7 +52,7 @@ if TYPE_CHECKING:
 TextArgument = Annotated[
     str | None, typer.Argument(help="Text to translate (default: stdin, a sentence a line).")
 ]
-NBestOption = option(int, min=1, help="Print the N best hypotheses per line (Moses n-best format).")
+NBestOption = option(int, help="Print the N best hypotheses per line (Moses n-best format).")
 InputOption = option(Path | None, "--input", "-i", help="Read sentences from this file.")
 OutputOption = option(Path | None, "--output", "-o", help="Write translations to this file.")
 BufferOption = option(int, min=1, help="Lines read and decoded together from a pipe or file (a terminal: 1).")
@@ -92,10 +81,10 @@ SrcLangOption = option(
 
 
 @user_errors
+@opens_model
 def translate(
     text: TextArgument = None,
-    run: RunOption = DEFAULT_RUN,
-    checkpoint: CheckpointOption = None,
+    choice: ModelChoice = DEFAULT_MODEL,
     beam: BeamOption = None,
     length_penalty: LengthPenaltyOption = None,
     n_best: NBestOption = 1,
@@ -103,11 +92,6 @@ def translate(
     output_file: OutputOption = None,
     buffer_size: BufferOption = 1000,
     attention: AttentionOption = None,
-    device: DeviceOption = "auto",
-    engine: EngineOption = EngineKind.MT,
-    compute_type: ComputeTypeOption = ComputeType.DEFAULT,
-    ensemble: EnsembleOption = None,
-    ensemble_weights: EnsembleWeightsOption = None,
     sample: SampleOption = False,
     top_k: TopKOption = None,
     top_p: TopPOption = None,
@@ -151,9 +135,9 @@ def translate(
         tgt_lang=tgt_lang,
         src_lang=src_lang,
     )
-    if engine is not EngineKind.MT and attention is not None:
+    if choice.engine is not EngineKind.MT and attention is not None:
         raise InputError("--attention needs --engine mt")
-    if engine is not EngineKind.MT and align:  # before the run's export is made for nothing
+    if choice.engine is not EngineKind.MT and align:  # before the run's export is made for nothing
         from mt_cli.decode.ctranslate2 import NO_ALIGNMENT
 
         raise InputError(NO_ALIGNMENT)
@@ -161,7 +145,7 @@ def translate(
         standard_stream("stdout")
     if text is None and input_file is None:
         standard_stream("stdin")
-    model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
+    model = choice.open()
     options = model.options(options)  # checked before a line of input is read: one line, nothing written
 
     if form.file is not None:  # read whole, not in chunks of lines
@@ -245,23 +229,18 @@ def _plot_attention(engine: Engine, translation: Translation, path: Path, tgt_la
 
 
 @user_errors
+@opens_model
 def evaluate(
     bleu: BleuOption = True,
-    run: RunOption = DEFAULT_RUN,
+    choice: ModelChoice = DEFAULT_MODEL,
     split: SplitOption = "test2016",
     src: SourceOption = None,
     ref: RefOption = None,
     hyp: HypOption = None,
     beam: BeamOption = None,
     length_penalty: LengthPenaltyOption = None,
-    checkpoint: CheckpointOption = None,
-    device: DeviceOption = "auto",
     as_json: JsonOption = False,
     output_file: HypothesesOption = None,
-    engine: EngineOption = EngineKind.MT,
-    compute_type: ComputeTypeOption = ComputeType.DEFAULT,
-    ensemble: EnsembleOption = None,
-    ensemble_weights: EnsembleWeightsOption = None,
     tgt_lang: TgtLangOption = None,
     src_lang: SrcLangOption = None,
 ) -> None:
@@ -271,6 +250,7 @@ def evaluate(
     its first); with --src and --ref, --tgt-lang says which language to write."""
     from mt_cli.decode.evaluate import evaluate_run, score_files
 
+    options = TranslateOptions(beam=beam, length_penalty=length_penalty, tgt_lang=tgt_lang, src_lang=src_lang)
     standard_stream("stdout", "the scores are printed there: redirect it to a file")
     if hyp:
         if ref is None or src is not None:
@@ -293,10 +273,7 @@ def evaluate(
         return
     output = AtomicTextOutput(output_file) if output_file is not None else None
     try:
-        model = open_model(run, engine, checkpoint, device, compute_type, ensemble, ensemble_weights)
-        options = TranslateOptions(
-            beam=beam, length_penalty=length_penalty, tgt_lang=tgt_lang, src_lang=src_lang
-        )
+        model = choice.open()
         result = evaluate_run(model.engine, split, src, ref, options)
         if output is not None:
             output.write("".join(h + "\n" for h in result.evaluation.hypotheses))

@@ -28,7 +28,7 @@ import uvicorn
 from fastapi import FastAPI
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from mt_cli.serve.app import Settings
+from mt_cli.serve.settings import Settings
 
 BACKSTOP_S = 1.0  # uvicorn's timeout past the app's own grace period: the app answers first
 
