@@ -46,9 +46,15 @@ def test_every_train_amp_value_names_one_compute_type() -> None:
 
 @pytest.mark.parametrize("native", [True, False])
 def test_training_and_inference_agree_on_each_precision(monkeypatch, native: bool) -> None:
-    # One mapping: train.amp's dtype is the dtype of its compute type, or both are refused.
+    # One mapping: train.amp's dtype is the dtype of its compute type, or both are refused. The
+    # defaults differ on a CPU: translating in fp32 (batch-independent), training auto in bf16
+    # where the CPU has it natively, which the trainer then measures against fp32.
     monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: native)
+    assert inference_dtype(CPU, ComputeType.DEFAULT) is None
     for mode, compute_type in AMP_MODES.items():
+        if compute_type is ComputeType.DEFAULT:
+            assert amp_dtype(CPU, mode) == (torch.bfloat16 if native else None)
+            continue
         try:
             expected = inference_dtype(CPU, compute_type)
         except InputError:

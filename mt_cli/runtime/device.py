@@ -32,7 +32,9 @@ def cpu_has_native_bf16() -> bool:
 
 def amp_dtype(device: torch.device, mode: str) -> torch.dtype | None:
     """The autocast dtype for ``train.amp`` (auto | bf16 | fp16 | off; ``precision.AMP_MODES``
-    names the compute type of each); None means fp32. A refusal speaks train.amp's words."""
+    names the compute type of each); None means fp32. A refusal speaks train.amp's words. For
+    ``auto`` on a CPU this is bf16 where the CPU has it natively: the trainer then measures which
+    of bf16 and fp32 updates its model faster there (``train.amp``)."""
     compute_type = amp_compute_type(mode)
     refusal = _refusal(device, compute_type)
     if refusal is not None:
@@ -42,12 +44,18 @@ def amp_dtype(device: torch.device, mode: str) -> torch.dtype | None:
             else "use amp auto or off"
         )
         raise ConfigError(f"amp {mode} {refusal}; {advice}")
+    if compute_type is ComputeType.DEFAULT and device.type == "cpu":
+        return torch.bfloat16 if cpu_has_native_bf16() else None  # a candidate, measured by the trainer
     return _dtype(device, compute_type)
 
 
 def inference_dtype(device: torch.device, compute_type: ComputeType) -> torch.dtype | None:
-    """The dtype mt decodes in for ``--compute-type`` (None: fp32). ``default`` is what ``mt
-    translate`` always did: bf16 where the hardware has it, else fp32 (fp16 on a GPU without bf16)."""
+    """The dtype mt decodes in for ``--compute-type`` (None: fp32). ``default`` is fp32 on a CPU:
+    there a sentence's bf16 translation depends on the other sentences of its batch (the kernels'
+    accumulation order follows the batch's shapes; on an AMX Xeon 43 of 300 beam-5 lines changed
+    between two buffer sizes) and agrees less with transformers and CTranslate2, where fp32's does
+    not. On a GPU it is bf16 (fp16 on one without bf16); ``--compute-type bfloat16`` asks for bf16
+    on a CPU that has it."""
     refusal = _refusal(device, compute_type)
     if refusal is not None:
         advice = {
@@ -82,7 +90,7 @@ def _dtype(device: torch.device, compute_type: ComputeType) -> torch.dtype | Non
     if compute_type is ComputeType.DEFAULT:
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.bfloat16 if cpu_has_native_bf16() else None
+        return None
     return {ComputeType.BFLOAT16: torch.bfloat16, ComputeType.FLOAT16: torch.float16}.get(compute_type)
 
 

@@ -11,8 +11,8 @@ from mt_cli.errors import ConfigError
 
 class ComputeType(str, enum.Enum):
     """mt takes float32, bfloat16 and float16 (CUDA only); CTranslate2 takes all of these.
-    ``default``: mt's choice for the device (bf16 where the hardware has it, else fp32),
-    CTranslate2's the export's own (float32)."""
+    ``default``: mt's choice for the device (translating: fp32 on a CPU, bf16 or fp16 on a GPU;
+    training: ``train.amp: auto``), CTranslate2's the export's own (float32)."""
 
     DEFAULT = "default"
     FLOAT32 = "float32"

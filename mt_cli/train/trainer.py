@@ -33,6 +33,8 @@ from mt_cli.model.transformer import build_model, count_parameters
 from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.runtime.flops import peak_flops
+from mt_cli.runtime.precision import ComputeType, amp_compute_type
+from mt_cli.train.amp import measured_cpu_amp
 from mt_cli.train.optim import learning_rate, make_optimizer
 from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, epoch_bar, restore_rng
 from mt_cli.train.validation import Validator
@@ -50,8 +52,8 @@ class Trainer:
         self.cfg, self.run, self.data, self.dist, self.log = cfg, run, data, dist, log
         tc = cfg.train
         self.device = dist.device(resolve_device(tc.device))
-        self.dtype = amp_dtype(self.device, tc.amp)
         self.model = build_model(cfg.model, data.src_tok.vocab_size, data.tgt_tok.vocab_size).to(self.device)
+        self.dtype = self.choose_precision()
         freeze(self.model, tc.freeze)  # before the optimizer and DDP, which both leave frozen ones out
         self.optimizer = make_optimizer(self.model, tc)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
@@ -68,6 +70,14 @@ class Trainer:
         self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)  # this device's, for MFU
         self.ddp = dist.wrap(self.model)  # the model itself when not distributed
         self.forward = torch.compile(self.ddp) if tc.compile else self.ddp
+
+    def choose_precision(self) -> torch.dtype | None:
+        """``train.amp``'s dtype; ``auto`` on a CPU with native bf16 is measured (``amp``)."""
+        tc = self.cfg.train
+        dtype = amp_dtype(self.device, tc.amp)
+        if dtype is None or self.device.type != "cpu" or amp_compute_type(tc.amp) is not ComputeType.DEFAULT:
+            return dtype
+        return measured_cpu_amp(self.model, tc.max_tokens, self.dist, self.log)
 
     # ---- checkpoints -------------------------------------------------------------------
     def save_last(self) -> None:
