@@ -134,7 +134,8 @@ class Model:
     def options(self, options: TranslateOptions | None = None, **overrides: Any) -> TranslateOptions:
         """The options ``translate`` would use, checked now (``InputError`` if this model cannot):
         ``options`` (None: every default) with any of its fields given as keywords instead
-        (``beam=4``, ``sampling=Sampling(top_k=10)``, ...)."""
+        (``beam=4``, ``sampling=Sampling(top_k=10)``, ...). What it returns passes through every
+        method here, and the engine, as it is: options are resolved once."""
         return self.engine.resolve(_options(options, overrides))
 
     def translate(
@@ -187,7 +188,7 @@ class Model:
         resolved = self._document_options(options, overrides)
         read = read_documents(list(documents), kind, resolved.src_lang or self.src_lang)
         units = [unit for document in read for unit in document.units]
-        found = self.engine.translate(units, replace(resolved, scores=False), self.warn, 1) if units else []
+        found = self.engine.translate(units, resolved.without_scores(), self.warn, 1) if units else []
         return rebuild_all(read, [translation.text for translation in found])
 
     def translate_document(
@@ -215,7 +216,7 @@ class Model:
         ``translate_documents``; ``progress(done, total)`` hears of the sentences translated
         after each ``FILE_CHUNK`` of them; ``name`` is the file as an error message calls it."""
         kind = _member(FileFormat, form, "format")
-        resolved = replace(self._document_options(options, overrides), scores=False)
+        resolved = self._document_options(options, overrides).without_scores()
         read = read_file(data, kind, resolved.src_lang or self.src_lang, name)
         units, found = list(read.units), []
         for start in range(0, len(units), FILE_CHUNK):
@@ -283,15 +284,17 @@ class Model:
 
 
 def _options(options: TranslateOptions | None, overrides: dict[str, Any]) -> TranslateOptions:
-    """``options`` (None: the defaults) with the fields in ``overrides`` replaced; an InputError
-    naming the valid ones for any other keyword."""
+    """``options`` (None: the defaults) with the fields in ``overrides`` replaced, or as they are
+    without any (resolved ones stay resolved); an InputError naming the valid ones for any other
+    keyword."""
     if options is not None and not isinstance(options, TranslateOptions):
         raise InputError(f"options must be a TranslateOptions, not {type(options).__name__}")
     names = [field.name for field in fields(TranslateOptions)]
     unknown = next((name for name in overrides if name not in names), None)
     if unknown is not None:
         raise InputError(f"unknown translation option {unknown!r}; the options are {', '.join(names)}")
-    return replace(DEFAULT_OPTIONS if options is None else options, **overrides)
+    chosen = DEFAULT_OPTIONS if options is None else options
+    return replace(chosen, **overrides) if overrides else chosen
 
 
 def _lines(lines: Sequence[str], name: str) -> list[str]:

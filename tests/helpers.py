@@ -33,6 +33,7 @@ from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 if TYPE_CHECKING:
     import datasets
+    from torch import Tensor
 
     from mt_cli.config.options import Sampling
     from mt_cli.config.sections import Config
@@ -253,6 +254,16 @@ def sample(model: Decoder, sources: list[list[int]], how: Sampling, seeds: list[
 
     src, src_mask = pad_sources(sources)
     return sample_search(model, src, src_mask, 1.5, 6, how, seeds)
+
+
+def greedy_tokens(
+    model: Decoder, src: Tensor, src_mask: Tensor, max_len_a: float, max_len_b: int
+) -> list[list[int]]:
+    """Each source's greedy search tokens, found as mt's engine finds them (unscored)."""
+    from mt_cli.decode.search import ModelSearches
+
+    found = ModelSearches(model, src, src_mask, max_len_a, max_len_b).greedy(0.0, scored=False)
+    return [hypotheses[0].tokens for hypotheses in found]
 
 
 # --- `mt serve` as a process, and what is sent to it -----------------------------------------

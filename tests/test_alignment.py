@@ -8,7 +8,7 @@ import torch
 from helpers import other_model, random_model, random_sources
 
 from mt_cli.data.batch import pad_sources
-from mt_cli.decode.alignment import attention_matrix, cross_attention, pharaoh, piece_to_word, word_alignment
+from mt_cli.decode.alignment import attention_matrix, pharaoh, piece_to_word, word_alignment
 from mt_cli.decode.ensemble import Ensemble
 
 
@@ -62,7 +62,6 @@ def test_attention_matrix_rows_are_distributions_over_the_real_source() -> None:
         torch.testing.assert_close(matrix.sum(-1), torch.ones(len(target) + 1))
         alone = attention_matrix(model, *pad_sources([source]), [target])[0]
         torch.testing.assert_close(matrix, alone, atol=1e-5, rtol=0)  # padding changes nothing
-    torch.testing.assert_close(cross_attention(model, *pad_sources(sources[:1]), targets[0]), matrices[0])
 
 
 def test_the_default_layer_is_the_last_and_layers_differ() -> None:

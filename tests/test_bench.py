@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import greedy_tokens
 from typer.testing import CliRunner
 
 from mt_cli.cli import app
 from mt_cli.config.sections import ModelConfig
 from mt_cli.data.batch import collate, pad_sources
 from mt_cli.decode.hypotheses import max_output_lengths
-from mt_cli.decode.search import greedy_search
 from mt_cli.model.transformer import build_model
 from mt_cli.specials import BOS_ID, EOS_ID
 from mt_cli.tools.textbook import TextbookTransformer, naive_greedy_batch, textbook_from
@@ -112,7 +112,7 @@ def test_naive_loop_on_the_textbook_model_equals_our_cached_greedy() -> None:
         torch.randint(4, SRC_VOCAB, (n,), generator=g).tolist() + [EOS_ID] for n in (5, 1, 11, 8, 2, 9)
     ]
     src, src_mask = pad_sources(sources)
-    cached = greedy_search(ours, src, src_mask, 1.5, 4)
+    cached = greedy_tokens(ours, src, src_mask, 1.5, 4)
     assert cached == naive_greedy_batch(theirs, src, max_output_lengths(ours, src_mask, 1.5, 4))
     assert len({len(c) for c in cached}) > 1  # some stop early, some at the limit
 

@@ -10,13 +10,13 @@ import math
 
 import pytest
 import torch
-from helpers import FAST_TRAINING
+from helpers import FAST_TRAINING, greedy_tokens
 
 from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import ModelConfig, TrainConfig
 from mt_cli.data.batch import collate, pad_sources
-from mt_cli.decode.search import beam_search, greedy_search
+from mt_cli.decode.search import beam_search
 from mt_cli.disk.layout import RunDir
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model
@@ -132,9 +132,9 @@ def test_decoding_on_gpu_matches_cpu() -> None:
     model = build_model(cfg, VOCAB, VOCAB).eval()
     sources = [[5, 6, 7, 3], [9, 10, 3], [11, 12, 13, 14, 15, 3]]
     src, src_mask = pad_sources(sources)
-    on_cpu = greedy_search(model, src, src_mask, 1.5, 5)
+    on_cpu = greedy_tokens(model, src, src_mask, 1.5, 5)
     model.cuda()
-    on_gpu = greedy_search(model, src.cuda(), src_mask.cuda(), 1.5, 5)
+    on_gpu = greedy_tokens(model, src.cuda(), src_mask.cuda(), 1.5, 5)
     assert on_gpu == on_cpu
     beams = beam_search(model, src.cuda(), src_mask.cuda(), 1, 0.0, 1.5, 5)
     assert [h[0].tokens for h in beams] == on_gpu

@@ -35,6 +35,7 @@ from mt_cli.runtime.precision import ComputeType
 from mt_cli.serve.app import languages_of
 from mt_cli.serve.detect import Detector
 from mt_cli.specials import EOS_ID
+from mt_cli.trained import load_trained
 
 DIRECTIONS = (("de", "en"), ("fr", "en"), ("cs", "en"))
 
@@ -51,7 +52,7 @@ def sentences(many_to_english_sentences: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def translator(run: Path) -> Translator:
-    return Translator.from_run(run, device="cpu", compute_type=ComputeType.FLOAT32)
+    return Translator.of(load_trained(run), device="cpu", compute_type=ComputeType.FLOAT32)
 
 
 def mt(*args: str) -> subprocess.CompletedProcess:
@@ -104,7 +105,9 @@ def test_every_source_reaches_the_model_after_the_target_tag_as_one_piece(
 def test_an_ensemble_puts_the_tag_before_its_sources_too(
     run: Path, sentences: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    members = [Translator.from_run(run, device="cpu", compute_type=ComputeType.FLOAT32) for _ in range(2)]
+    members = [
+        Translator.of(load_trained(run), device="cpu", compute_type=ComputeType.FLOAT32) for _ in range(2)
+    ]
     ensemble = ensemble_of(members)
     recorder = Recorder(ensemble.model.encode)
     monkeypatch.setattr(ensemble.model, "encode", recorder)
@@ -223,7 +226,8 @@ def test_alignments_count_the_users_words_not_the_tag(
 
 
 def test_mt_serve_lists_every_direction_and_selects_the_target(run: Path, sentences: dict[str, str]) -> None:
-    expected = Translator.from_run(run, device="cpu")  # what the server decodes with (the default precision)
+    # What the server decodes with (the default precision).
+    expected = Translator.of(load_trained(run), device="cpu")
     server = start_server(run)
     try:
         with httpx.Client(timeout=60) as http:

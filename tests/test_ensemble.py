@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import VOCAB, other_model, random_model, random_sources, sample
+from helpers import VOCAB, greedy_tokens, other_model, random_model, random_sources, sample
 
 from mt_cli.config.options import Sampling
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.ensemble import Ensemble
 from mt_cli.decode.scoring import force_decode
-from mt_cli.decode.search import beam_search, greedy_search
+from mt_cli.decode.search import beam_search
 from mt_cli.specials import BOS_ID, EOS_ID
 
 
@@ -20,7 +20,7 @@ def test_a_model_ensembled_with_itself_is_the_model() -> None:
     twice = Ensemble([model, model])
     sources = random_sources(10, seed=3)
     src, src_mask = pad_sources(sources)
-    assert greedy_search(twice, src, src_mask, 1.5, 8) == greedy_search(model, src, src_mask, 1.5, 8)
+    assert greedy_tokens(twice, src, src_mask, 1.5, 8) == greedy_tokens(model, src, src_mask, 1.5, 8)
     alone = beam_search(model, src, src_mask, 4, 1.0, 1.5, 8, n_best=3)
     ensembled = beam_search(twice, src, src_mask, 4, 1.0, 1.5, 8, n_best=3)
     assert [[h.tokens for h in hyps] for hyps in ensembled] == [[h.tokens for h in hyps] for hyps in alone]
@@ -62,11 +62,11 @@ def test_ensemble_of_different_architectures_batches_like_one_sentence_at_a_time
     sources = random_sources(6, seed=9)
     src, src_mask = pad_sources(sources)
     together = beam_search(ensemble, src, src_mask, 3, 1.0, 1.5, 8, n_best=2)
-    greedy = greedy_search(ensemble, src, src_mask, 1.5, 8)
+    greedy = greedy_tokens(ensemble, src, src_mask, 1.5, 8)
     for source, hyps, g in zip(sources, together, greedy):
         alone = beam_search(ensemble, *pad_sources([source]), 3, 1.0, 1.5, 8, n_best=2)[0]
         assert [h.tokens for h in hyps] == [h.tokens for h in alone]
-        assert greedy_search(ensemble, *pad_sources([source]), 1.5, 8)[0] == g
+        assert greedy_tokens(ensemble, *pad_sources([source]), 1.5, 8)[0] == g
     assert any(len(h[0].tokens) > 0 for h in together)
 
 

@@ -62,12 +62,13 @@ def test_the_reference_lists_every_name_of_a_run() -> None:
 def test_no_such_run_is_one_message(tmp_path: Path) -> None:
     from mt_cli.decode.translator import Translator
     from mt_cli.export.runs import ctranslate2_model_dir
+    from mt_cli.trained import load_trained
 
     missing = tmp_path / "typo"
     message = f"run directory {missing} does not exist; train one with `mt train --run {missing}`"
     for attempt in (
         lambda: RunDir(missing).existing(),
-        lambda: Translator.from_run(missing),
+        lambda: Translator.of(load_trained(missing)),
         lambda: ctranslate2_model_dir(missing, None),
     ):
         with pytest.raises(CheckpointError) as err:

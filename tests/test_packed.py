@@ -8,10 +8,10 @@ import pickle
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import random_model, random_sources
+from helpers import greedy_tokens, random_model, random_sources
 
 from mt_cli.data.batch import pad_sources
-from mt_cli.decode.search import beam_search, greedy_search
+from mt_cli.decode.search import beam_search
 from mt_cli.model.packed import Linear, can_pack, pack_for_cpu_inference
 
 pytestmark = pytest.mark.skipif(
@@ -105,7 +105,7 @@ def test_packed_model_decodes_like_the_plain_one() -> None:
     plain, packed = random_model(seed=3), random_model(seed=3)
     pack_for_cpu_inference(packed, torch.float32)
     src, src_mask = pad_sources(random_sources(16, seed=4))
-    assert greedy_search(packed, src, src_mask, 1.2, 5) == greedy_search(plain, src, src_mask, 1.2, 5)
+    assert greedy_tokens(packed, src, src_mask, 1.2, 5) == greedy_tokens(plain, src, src_mask, 1.2, 5)
     beams = [beam_search(m, src, src_mask, 4, 1.0, 1.2, 5, n_best=2) for m in (packed, plain)]
     assert [[h.tokens for h in hyps] for hyps in beams[0]] == [[h.tokens for h in hyps] for hyps in beams[1]]
     for hyps_packed, hyps_plain in zip(*beams):

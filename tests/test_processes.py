@@ -21,6 +21,7 @@ from mt_cli.decode.translator import Translator
 from mt_cli.disk.reading import read_lines
 from mt_cli.errors import RunFailure
 from mt_cli.tools.engines import child_pids
+from mt_cli.trained import load_trained
 
 
 def children(pid: int) -> set[int]:
@@ -43,7 +44,7 @@ def lines(data_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def loaded(trained_run: Path) -> Translator:
-    return Translator.from_run(trained_run, device="cpu")
+    return Translator.of(load_trained(trained_run), device="cpu")
 
 
 @pytest.mark.parametrize(
@@ -94,8 +95,9 @@ def test_a_dead_worker_is_one_error_and_the_next_call_forks_new_ones(
 SCRIPT = """
 import dataclasses, sys
 from mt_cli.decode.translator import Translator
+from mt_cli.trained import load_trained
 from mt_cli.disk.reading import read_lines
-t = Translator.from_run(sys.argv[1], device="cpu")
+t = Translator.of(load_trained(sys.argv[1]), device="cpu")
 decode = dataclasses.replace(t.card.decode, max_tokens=200)
 t = dataclasses.replace(t, card=dataclasses.replace(t.card, decode=decode), processes=2)
 lines = read_lines(sys.argv[2])

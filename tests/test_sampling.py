@@ -7,13 +7,12 @@ import math
 
 import pytest
 import torch
-from helpers import random_model, random_sources, sample
+from helpers import greedy_tokens, random_model, random_sources, sample
 
 from mt_cli.config.options import Sampling
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.sampling import draw, line_seed, truncated_distribution
 from mt_cli.decode.scoring import force_decode
-from mt_cli.decode.search import greedy_search
 from mt_cli.errors import InputError
 
 
@@ -24,7 +23,7 @@ def test_top_k_one_and_temperature_zero_are_greedy(sampling: Sampling) -> None:
     model = random_model(2)
     sources = random_sources(12, seed=3)
     src, src_mask = pad_sources(sources)
-    greedy = greedy_search(model, src, src_mask, 1.5, 6)
+    greedy = greedy_tokens(model, src, src_mask, 1.5, 6)
     sampled = sample(model, sources, sampling, list(range(12)))
     assert [h.tokens for h in sampled] == greedy
     assert any(len(tokens) > 0 for tokens in greedy)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import VOCAB, random_model, random_sources
+from helpers import VOCAB, greedy_tokens, random_model, random_sources
 
 from mt_cli.data.batch import collate, pad_sources, target_ids
 from mt_cli.decode.hypotheses import Decoder
 from mt_cli.decode.scoring import force_decode
-from mt_cli.decode.search import greedy_search
 from mt_cli.model.loss import token_loss
 from mt_cli.specials import BOS_ID, EOS_ID
 
@@ -51,7 +50,7 @@ def test_scores_of_the_greedy_path_are_its_step_log_probabilities() -> None:
     model = random_model(6)
     sources = random_sources(6, seed=7)
     src, src_mask = pad_sources(sources)
-    greedy = greedy_search(model, src, src_mask, 1.5, 8)
+    greedy = greedy_tokens(model, src, src_mask, 1.5, 8)
     scores = force_decode(model, src, src_mask, greedy)
     for source, tokens, forced in zip(sources, greedy, scores):
         assert forced == pytest.approx(step_log_probs(model, source, tokens), abs=1e-5)

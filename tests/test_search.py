@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import random_model, random_sources
+from helpers import greedy_tokens, random_model, random_sources
 
 from mt_cli.data.batch import collate, pad_sources
-from mt_cli.decode.alignment import cross_attention
+from mt_cli.decode.alignment import attention_matrix
 from mt_cli.decode.hypotheses import length_penalty, max_output_lengths
-from mt_cli.decode.search import beam_search, greedy_search, one_per_row
+from mt_cli.decode.picking import one_per_row
+from mt_cli.decode.search import beam_search
 from mt_cli.model.transformer import Transformer
 from mt_cli.specials import BOS_ID, EOS_ID, NEVER_OUTPUT
 
@@ -45,7 +46,7 @@ def test_cached_greedy_equals_uncached() -> None:
     sources = random_sources(12)
     src, src_mask = pad_sources(sources)
     limits = max_output_lengths(model, src_mask, 1.2, 5).tolist()
-    cached = greedy_search(model, src, src_mask, 1.2, 5)
+    cached = greedy_tokens(model, src, src_mask, 1.2, 5)
     with torch.no_grad():
         naive = [naive_greedy(model, s, limit) for s, limit in zip(sources, limits)]
     assert cached == naive
@@ -56,8 +57,8 @@ def test_batching_does_not_change_greedy_output() -> None:
     model = random_model()
     sources = random_sources(10)
     src, src_mask = pad_sources(sources)
-    together = greedy_search(model, src, src_mask, 1.0, 6)
-    alone = [greedy_search(model, *pad_sources([s]), 1.0, 6)[0] for s in sources]
+    together = greedy_tokens(model, src, src_mask, 1.0, 6)
+    alone = [greedy_tokens(model, *pad_sources([s]), 1.0, 6)[0] for s in sources]
     assert together == alone
 
 
@@ -73,7 +74,7 @@ def test_scored_greedy_path_has_the_beam_one_scores() -> None:
 
     tokens, scores = one_per_row(model, src, src_mask, 0.5, 2, argmax, scored=True)
     beam = beam_search(model, src, src_mask, 1, 0.0, 0.5, 2)
-    assert tokens == [h[0].tokens for h in beam] == greedy_search(model, src, src_mask, 0.5, 2)
+    assert tokens == [h[0].tokens for h in beam] == greedy_tokens(model, src, src_mask, 0.5, 2)
     assert scores == pytest.approx([h[0].score for h in beam], abs=1e-5)
     assert one_per_row(model, src, src_mask, 0.5, 2, argmax)[1] == [0.0] * 12  # not asked: not computed
 
@@ -82,7 +83,7 @@ def test_output_length_limit() -> None:
     model = random_model()
     sources = random_sources(8)
     src, src_mask = pad_sources(sources)
-    for hyp in greedy_search(model, src, src_mask, 0.0, 3):
+    for hyp in greedy_tokens(model, src, src_mask, 0.0, 3):
         assert len(hyp) <= 2  # 3 positions, the last one forced to EOS
     for hyps in beam_search(model, src, src_mask, 3, 1.0, 0.0, 3, n_best=3):
         assert all(len(h.tokens) <= 2 for h in hyps)
@@ -93,7 +94,7 @@ def test_beam_one_equals_greedy(seed: int) -> None:
     model = random_model(seed)
     sources = random_sources(16, seed=seed + 10)
     src, src_mask = pad_sources(sources)
-    greedy = greedy_search(model, src, src_mask, 1.5, 8)
+    greedy = greedy_tokens(model, src, src_mask, 1.5, 8)
     beam = beam_search(model, src, src_mask, 1, 0.0, 1.5, 8)
     assert [h[0].tokens for h in beam] == greedy
 
@@ -130,7 +131,7 @@ def test_beam_finds_at_least_the_greedy_score() -> None:
     model = random_model(5)
     sources = random_sources(10, seed=6)
     src, src_mask = pad_sources(sources)
-    greedy = greedy_search(model, src, src_mask, 1.5, 8)
+    greedy = greedy_tokens(model, src, src_mask, 1.5, 8)
     beam = beam_search(model, src, src_mask, 5, 0.0, 1.5, 8)
     for source, g, b in zip(sources, greedy, beam):
         assert b[0].score >= sequence_log_prob(model, source, g) - 1e-4
@@ -150,6 +151,6 @@ def test_cross_attention_rows_are_distributions() -> None:
     model = random_model()
     source = random_sources(1)[0]
     src, src_mask = pad_sources([source])
-    weights = cross_attention(model, src, src_mask, [5, 6, 7])
+    weights = attention_matrix(model, src, src_mask, [[5, 6, 7]])[0]
     assert weights.shape == (4, len(source))
     torch.testing.assert_close(weights.sum(-1), torch.ones(4))

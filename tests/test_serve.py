@@ -39,8 +39,9 @@ SENTENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine 
 @pytest.fixture(scope="module")
 def translator(trained_run: Path):
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
-    return Translator.from_run(trained_run, device="cpu")
+    return Translator.of(load_trained(trained_run), device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -168,8 +168,9 @@ def test_concurrent_requests_are_batched_with_those_of_the_same_alternatives() -
 def sentences(trained_run: Path) -> list[str]:
     """Three test2016 sentences of one source length: they decode the same in any batch."""
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
-    return sentences_of_one_length(Translator.from_run(trained_run, device="cpu"))[:3]
+    return sentences_of_one_length(Translator.of(load_trained(trained_run), device="cpu"))[:3]
 
 
 @pytest.fixture(scope="module")

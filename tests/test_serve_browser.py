@@ -59,9 +59,10 @@ def test_the_page_translates_what_a_person_types(page_server, browser, trained_r
 
     from mt_cli.config.options import TranslateOptions
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
     # The page asks for 3 alternatives: n-best 4 in a beam of max(the tiny recipe's 3, 4).
-    translator = Translator.from_run(trained_run, device="cpu")
+    translator = Translator.of(load_trained(trained_run), device="cpu")
     hyps = [
         hyp.text for hyp in translator.translate([SENTENCE], TranslateOptions(beam=4, n_best=4))[0].hypotheses
     ]

@@ -23,6 +23,7 @@ from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.serve.app import Settings, create_app
 from mt_cli.serve.detect import Detector, auto_sources, detect
 from mt_cli.serve.parse import ApiError, Pair
+from mt_cli.trained import load_trained
 
 DE_EN = Pair("de", "en", 5000, 100)
 MANY_TO_EN = Pair("de", "en", 5000, 100, more=(("fr", "en"), ("cs", "en")))
@@ -195,7 +196,7 @@ def server(trained_run: Path) -> Iterator[ServeProcess]:
 
 def test_english_to_a_de_en_server_is_named_and_refused_never_translated(server, trained_run, de_en) -> None:
     german = "Ein Mann fährt Fahrrad auf der Straße."
-    expected = Translator.from_run(trained_run, device="cpu").translate_lines([german])[0]
+    expected = Translator.of(load_trained(trained_run), device="cpu").translate_lines([german])[0]
     with httpx.Client(timeout=120) as http:  # the first detection loads lingua's models
         detected = http.post(f"{server.url}/detect", json={"q": ENGLISH}).json()
         refused = http.post(f"{server.url}/translate", json={"q": ENGLISH, "source": "auto", "target": "en"})
@@ -226,7 +227,7 @@ def test_the_many_to_english_server_answers_each_lines_own_language(
     many_to_english: Path, many_to_english_sentences: dict[str, str], many_to_en
 ) -> None:
     sentences = [many_to_english_sentences[lang] for lang in MANY_TO_ENGLISH_SOURCES]
-    expected = Translator.from_run(many_to_english, device="cpu").translate_lines(
+    expected = Translator.of(load_trained(many_to_english), device="cpu").translate_lines(
         sentences, TranslateOptions(tgt_lang="en")
     )
     server = start_server(many_to_english)

@@ -20,8 +20,9 @@ def sentences(trained_run: Path) -> list[str]:
     from helpers import sentences_of_one_length
 
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
-    return sentences_of_one_length(Translator.from_run(trained_run, device="cpu"))[:3]
+    return sentences_of_one_length(Translator.of(load_trained(trained_run), device="cpu"))[:3]
 
 
 def _answers(url: str, sentences: list[str]) -> list[dict]:

@@ -47,8 +47,9 @@ def reference(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     """Sentences of one source length (they decode the same in any batch) and what `mt translate`
     writes for them: the answers to expect."""
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
-    sentences = sentences_of_one_length(Translator.from_run(trained_run, device="cpu"))
+    sentences = sentences_of_one_length(Translator.of(load_trained(trained_run), device="cpu"))
     folder = tmp_path_factory.mktemp("cli")
     (folder / "in.de").write_text("\n".join(sentences) + "\n", encoding="utf-8")
     command = [sys.executable, "-m", "mt_cli", "translate", "--run", str(trained_run), "--device", "cpu"]

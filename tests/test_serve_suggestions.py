@@ -336,6 +336,7 @@ def test_a_served_model_fine_tunes_on_its_users_suggestions(trained_run: Path, t
     a child on them with `mt train --init-from`: the corrections become likelier under the child
     than under its parent, by more than other test2016 pairs do (it learnt them, not the task)."""
     from mt_cli.decode.translator import Translator
+    from mt_cli.trained import load_trained
 
     database = tmp_path / "suggestions.db"
     test = [read_lines(SHIPPED_MULTI30K / f"test_2016_flickr.{lang}.gz") for lang in ("de", "en")]
@@ -372,7 +373,7 @@ def test_a_served_model_fine_tunes_on_its_users_suggestions(trained_run: Path, t
     assert (ours["read"], ours["pairs"], ours["recipe"]["train"]["rows"]) == (40, 40, 40)
 
     def log_prob_per_piece(run: Path, checkpoint: str | None, pairs: tuple[list[str], list[str]]) -> float:
-        scores = Translator.from_run(run, checkpoint, device="cpu").score(*pairs)
+        scores = Translator.of(load_trained(run, checkpoint), device="cpu").score(*pairs)
         return sum(score.log_prob for score in scores) / sum(score.tokens for score in scores)
 
     # last.pt: best.pt is chosen on the Multi30k validation set, which these updates need not improve.

@@ -32,6 +32,7 @@ from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.optim import learning_rate
 from mt_cli.train.run import train
 from mt_cli.train.trainer import Trainer
+from mt_cli.trained import load_trained
 
 SPECIALS = (("src", source_ids), ("tgt", target_ids))
 
@@ -350,7 +351,7 @@ def test_closing_test_scores_equal_mt_eval_of_the_same_checkpoint(data_dir, tmp_
     cfg = load_config(CONFIGS / "tiny.yaml", overrides)
     report = train(cfg, run_dir, resume=False, log=lambda message: None)
     for beam, name in ((1, "greedy"), (cfg.decode.beam_size, f"beam{cfg.decode.beam_size}")):
-        engine = Translator.from_run(run_dir, None, "auto")
+        engine = Translator.of(load_trained(run_dir, None), "auto")
         evaluation = evaluate_run(
             engine, cfg.data.test_split, None, None, TranslateOptions(beam=beam)
         ).evaluation

@@ -17,6 +17,7 @@ from mt_cli.config.options import TranslateOptions
 from mt_cli.data.batch import pad_sources
 from mt_cli.decode.translator import Translator
 from mt_cli.runtime.precision import ComputeType
+from mt_cli.trained import load_trained
 
 runner = CliRunner()
 
@@ -39,7 +40,7 @@ def one_error_line(result) -> str:
 
 @pytest.fixture(scope="module")
 def fp32(trained_run: Path) -> Translator:
-    return Translator.from_run(trained_run, compute_type=ComputeType.FLOAT32)
+    return Translator.of(load_trained(trained_run), compute_type=ComputeType.FLOAT32)
 
 
 SENTENCES = [
@@ -71,7 +72,7 @@ def test_empty_long_and_unseen_lines(fp32: Translator) -> None:
 
 def test_bf16_decoding_is_close_to_fp32(trained_run: Path) -> None:
     # CPU autocast is what this checks, also on a machine with a GPU (where "auto" would pick CUDA).
-    fp32 = Translator.from_run(trained_run, device="cpu", compute_type=ComputeType.FLOAT32)
+    fp32 = Translator.of(load_trained(trained_run), device="cpu", compute_type=ComputeType.FLOAT32)
     # Built directly: bfloat16 is refused on CPUs without native bf16, the numbers are the same.
     bf16 = Translator.for_inference(
         copy.deepcopy(fp32.model),
@@ -99,10 +100,8 @@ def test_bf16_decoding_is_close_to_fp32(trained_run: Path) -> None:
 def test_translate_argument_stdin_and_files(trained_run: Path, tmp_path: Path, fp32: Translator) -> None:
     result = invoke("translate", SENTENCES[0], "--run", str(trained_run), "--beam", "1")
     assert result.exit_code == 0, result.output
-    assert (
-        result.stdout.strip()
-        == Translator.from_run(trained_run).translate_lines([SENTENCES[0]], TranslateOptions(beam=1))[0]
-    )
+    default = Translator.of(load_trained(trained_run))  # the precision `mt translate` picks
+    assert result.stdout.strip() == default.translate_lines([SENTENCES[0]], TranslateOptions(beam=1))[0]
     piped = invoke("translate", "--run", str(trained_run), stdin="\n".join(SENTENCES) + "\n")
     assert piped.exit_code == 0 and len(piped.stdout.splitlines()) == len(SENTENCES)
     source = tmp_path / "in.de"
@@ -286,10 +285,12 @@ def test_a_run_translates_from_its_card_whatever_its_training_section_says(
         del payload["card"]
     torch.save(payload, best)
     fp32 = ComputeType.FLOAT32
-    expected = Translator.from_run(trained_run, compute_type=fp32).translate_lines(
+    expected = Translator.of(load_trained(trained_run), compute_type=fp32).translate_lines(
         SENTENCES, TranslateOptions(beam=2)
     )
     assert (
-        Translator.from_run(run, compute_type=fp32).translate_lines(SENTENCES, TranslateOptions(beam=2))
+        Translator.of(load_trained(run), compute_type=fp32).translate_lines(
+            SENTENCES, TranslateOptions(beam=2)
+        )
         == expected
     )

@@ -146,7 +146,9 @@ def translate(
     if text is None and input_file is None:
         standard_stream("stdin")
     model = choice.open()
-    options = model.options(options)  # checked before a line of input is read: one line, nothing written
+    # Resolved here, once, before a line of input is read (one line, nothing written); the API and
+    # the engine pass them on as they are.
+    options = model.options(options)
 
     if form.file is not None:  # read whole, not in chunks of lines
         translate_whole(model, options, form.file, text, input_file, output_file)

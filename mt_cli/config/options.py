@@ -6,13 +6,16 @@ options are made: a bad value is an ``OptionError`` naming the option, which the
 prints as it is and a recipe (``schema.build``) turns into a ``ConfigError`` naming its key
 (``data.corpora[1].decode.beam: ...``). What needs the model (its default beam, length
 penalty and target language, and the widest beam its target vocabulary allows) is filled in
-and checked by ``resolved``. Free of torch: the search that samples is ``decode.sampling``.
+and checked by ``resolved``, once: an engine's ``resolve`` calls it where options come in, and
+every layer below (the API, the engine, its searches) passes resolved options on as they are.
+Free of torch: the search that samples is ``decode.sampling``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from mt_cli.errors import InputError
 
@@ -75,6 +78,9 @@ class TranslateOptions:
     scores: bool = True  # False: greedy search leaves each score NaN (beam search needs them)
     tgt_lang: str | None = None
     src_lang: str | None = None
+    # True on what ``resolved`` returns (and ``without_scores`` of it), set on the instance as it is
+    # made: not a field, so ``replace`` makes options to resolve anew and a recipe never holds it.
+    _resolved: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.beam is not None and self.beam < 1:
@@ -117,7 +123,19 @@ class TranslateOptions:
                 f"beam size {beam} is too wide for this model: its target vocabulary of {vocabulary} "
                 f"pieces allows a beam of at most {vocabulary // 2}",
             )
-        return replace(self, beam=beam, length_penalty=alpha, tgt_lang=tgt_lang)
+        return _marked_resolved(replace(self, beam=beam, length_penalty=alpha, tgt_lang=tgt_lang))
+
+    def without_scores(self) -> TranslateOptions:
+        """These options with ``scores`` off, resolved if these were (resolution never reads it)."""
+        if not self.scores:
+            return self
+        unscored = replace(self, scores=False)
+        return _marked_resolved(unscored) if self.is_resolved else unscored
+
+    @property
+    def is_resolved(self) -> bool:
+        """Whether a model filled these in and checked them (``resolved``): they pass on as they are."""
+        return self._resolved
 
     @property
     def beam_size(self) -> int:
@@ -132,6 +150,12 @@ class TranslateOptions:
         if self.length_penalty is None:
             raise ValueError("options not resolved: the length penalty is the card's")
         return self.length_penalty
+
+
+def _marked_resolved(options: TranslateOptions) -> TranslateOptions:
+    """``options`` (new ones, made by ``replace``) marked as resolved."""
+    object.__setattr__(options, "_resolved", True)  # frozen: set once, as it is made
+    return options
 
 
 DEFAULT_OPTIONS = TranslateOptions()  # the card's beam, length penalty and target language

@@ -58,13 +58,6 @@ def attention_matrix(
     return [attention[i, : len(t) + 1, : src_lengths[i]] for i, t in enumerate(targets)]
 
 
-def cross_attention(model: Decoder, src: Tensor, src_mask: Tensor, tokens: list[int]) -> Tensor:
-    """Last decoder layer's cross-attention (mean over heads) while forcing ``tokens`` for one
-    source (1, S): (len(tokens) + 1, S), EOS row included. ``attention_matrix`` for a batch and
-    any layer."""
-    return attention_matrix(model, src, src_mask, [tokens])[0]
-
-
 def piece_to_word(pieces: Sequence[str]) -> list[int]:
     """The 0-based word index of each SentencePiece piece, counting the words that splitting the
     detokenized text on whitespace gives: a piece starting with "▁" starts a word, others continue

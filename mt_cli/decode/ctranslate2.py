@@ -17,25 +17,25 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from mt_cli.config.card import ModelCard, card_from_dict
-from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
-from mt_cli.decode.engine import (
-    CardEngine,
-    Warn,
-    check_pairs,
-    ignore,
-    target_pieces,
-)
+from mt_cli.config.options import Sampling, TranslateOptions
+from mt_cli.decode.ctranslate2_sampling import sample
+from mt_cli.decode.engine import CardEngine, Warn
 from mt_cli.decode.hypotheses import output_limit
-from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
+from mt_cli.decode.results import Hypothesis, Translation
+from mt_cli.decode.search import run_search
 from mt_cli.disk.layout import ExportFiles
 from mt_cli.errors import CheckpointError, InputError
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.specials import NEVER_OUTPUT
-from mt_cli.text.tokenizer import card_tokenizers
+from mt_cli.text.tokenizer import Tokenizer, card_tokenizers
+
+if TYPE_CHECKING:
+    import ctranslate2
 
 NO_ALIGNMENT = (
     "--align needs --engine mt: a CTranslate2 export gives the attention of one head, "
@@ -84,37 +84,21 @@ class CTranslate2Engine(CardEngine):
     def parallel_batches(self) -> int:
         return self.workers
 
-    def resolve(self, options: TranslateOptions) -> TranslateOptions:
-        if options.align:
-            raise InputError(NO_ALIGNMENT)
-        return self.resolved(options)
+    def _check_layer(self, layer: int | None) -> None:
+        raise InputError(NO_ALIGNMENT)
 
-    def translate(
-        self,
-        lines: Sequence[str],
-        options: TranslateOptions = DEFAULT_OPTIONS,
-        warn: Warn = ignore,
-        first_line: int = 1,
+    def _translated(
+        self, lines: Sequence[str], options: TranslateOptions, warn: Warn, first_line: int
     ) -> list[Translation]:
-        options = self.resolve(options)
-        positions = self.card.model.max_positions
-        sources = self.source_pieces(lines, positions, warn, first_line, options.tgt_lang)
-        found: list[list[tuple[list[str], float]]] = [[([], 0.0)] for _ in sources]
-        groups = self._groups_by_limit(sources)
-        if options.sampling is not None:
-            from mt_cli.decode.ctranslate2_sampling import sample
-
-            for limit, group in groups.items():
-                pieces = [self.src_tok.to_pieces(sources[i]) for i in group]
-                texts = [lines[i] for i in group]
-                batch_tokens = self.card.decode.max_tokens
-                sampled = sample(self.translator, self.tgt_tok, pieces, texts, limit, options, batch_tokens)
-                for index, hypothesis in zip(group, sampled):
-                    found[index] = [hypothesis]
-        else:
-            for group, results in self._searched(sources, groups, options):
-                for index, result in zip(group, results, strict=True):
-                    found[index] = list(zip(result.result().hypotheses, result.result().scores))
+        sources = self.source_pieces(lines, self.max_positions, warn, first_line, options.tgt_lang)
+        searches = ExportSearches(
+            self.translator,
+            self.tgt_tok,
+            [self.src_tok.to_pieces(ids) for ids in sources],
+            lines,
+            self._groups_by_limit(sources),
+            self.card.decode.max_tokens,
+        )
         return [
             Translation(
                 line,
@@ -123,33 +107,7 @@ class CTranslate2Engine(CardEngine):
                     for (pieces, score), text in zip(hyps, self._detokenize([p for p, _ in hyps]))
                 ),
             )
-            for line, hyps in zip(lines, found)
-        ]
-
-    def _searched(
-        self, sources: list[list[int]], groups: dict[int, list[int]], options: TranslateOptions
-    ) -> list[tuple[list[int], list[Any]]]:
-        """Beam or greedy search of each group, every group submitted before any is awaited, so
-        that the translator's workers take them side by side (one limit per call: CTranslate2 has
-        one max_decoding_length per batch)."""
-        return [
-            (
-                group,
-                self.translator.translate_batch(
-                    [self.src_tok.to_pieces(sources[i]) for i in group],
-                    beam_size=options.beam_size,
-                    num_hypotheses=options.n_best,
-                    length_penalty=options.alpha,
-                    return_scores=True,
-                    max_decoding_length=limit - 1,  # CTranslate2 counts words, mt words and EOS
-                    max_batch_size=self.card.decode.max_tokens // options.beam_size,
-                    batch_type="tokens",
-                    # As mt's search (specials.NEVER_OUTPUT): pad and <s> are never a next token.
-                    suppress_sequences=[[piece] for piece in self.tgt_tok.to_pieces(NEVER_OUTPUT)],
-                    asynchronous=True,
-                ),
-            )
-            for limit, group in groups.items()
+            for line, hyps in zip(lines, run_search(options, searches))
         ]
 
     def _detokenize(self, pieces: list[list[str]]) -> list[str]:
@@ -157,7 +115,7 @@ class CTranslate2Engine(CardEngine):
 
     def _groups_by_limit(self, sources: list[list[int]]) -> dict[int, list[int]]:
         """Indices of the non-empty sources by their output limit (over 1: room for a word)."""
-        dec, positions = self.card.decode, self.card.model.max_positions
+        dec, positions = self.card.decode, self.max_positions
         groups: dict[int, list[int]] = defaultdict(list)
         for index, ids in enumerate(sources):
             limit = output_limit(len(ids) + 1, dec.max_len_a, dec.max_len_b, positions)
@@ -165,42 +123,81 @@ class CTranslate2Engine(CardEngine):
                 groups[limit].append(index)
         return groups
 
-    def score(
-        self,
-        sources: Sequence[str],
-        targets: Sequence[str],
-        per_token: bool = False,
-        warn: Warn = ignore,
-        first_line: int = 1,
-        tgt_lang: str | None = None,
-    ) -> list[Score]:
-        check_pairs(sources, targets)
-        positions = self.card.model.max_positions
-        src_ids = self.source_pieces(sources, positions, warn, first_line, tgt_lang)
-        tgt_ids = target_pieces(self.tgt_tok, targets, positions, warn, first_line)
+    def _forced(
+        self, sources: list[list[int]], targets: list[list[int]]
+    ) -> list[tuple[Sequence[str], Sequence[float]]]:
         results = self.translator.score_batch(
-            [self.src_tok.to_pieces(ids) for ids in src_ids],
-            [self.tgt_tok.to_pieces(ids) for ids in tgt_ids],
+            [self.src_tok.to_pieces(ids) for ids in sources],
+            [self.tgt_tok.to_pieces(ids) for ids in targets],
             max_batch_size=self.card.decode.max_tokens,
             batch_type="tokens",
         )
-        return [
-            Score.of(source, target, result.tokens, result.log_probs, per_token)
-            for source, target, result in zip(sources, targets, results, strict=True)
-        ]
-
-    def align(
-        self,
-        sources: Sequence[str],
-        targets: Sequence[str],
-        layer: int | None = None,
-        warn: Warn = ignore,
-        first_line: int = 1,
-        tgt_lang: str | None = None,
-    ) -> list[Alignment]:
-        raise InputError(NO_ALIGNMENT)
+        return [(result.tokens, result.log_probs) for result in results]
 
     def attention(
         self, source: str, target: Sequence[str], layer: int | None = None, tgt_lang: str | None = None
     ) -> NoReturn:
         raise InputError("--attention needs --engine mt: a CTranslate2 export keeps one head's attention")
+
+
+Pieces = list[tuple[list[str], float]]  # a source's hypotheses: (target pieces, score), best first
+
+
+@dataclass(frozen=True)
+class ExportSearches:
+    """CTranslate2's searches (``search.Searches``) over sources given as ``pieces`` (no EOS) of
+    ``lines``, decoded in the ``groups`` of sources that share an output limit (``_groups_by_limit``;
+    a source in none gives one empty hypothesis), in batches of ``max_tokens``."""
+
+    translator: ctranslate2.Translator
+    tgt_tok: Tokenizer
+    pieces: list[list[str]]
+    lines: Sequence[str]
+    groups: dict[int, list[int]]
+    max_tokens: int
+
+    def sample(self, sampling: Sampling, alpha: float) -> list[Pieces]:
+        found = self._unfound()
+        for limit, group in self.groups.items():
+            pieces, texts = [self.pieces[i] for i in group], [self.lines[i] for i in group]
+            sampled = sample(
+                self.translator, self.tgt_tok, pieces, texts, limit, sampling, alpha, self.max_tokens
+            )
+            for index, hypothesis in zip(group, sampled):
+                found[index] = [hypothesis]
+        return found
+
+    def beam(self, beam_size: int, n_best: int, alpha: float) -> list[Pieces]:
+        """Every group submitted before any is awaited, so that the translator's workers take them
+        side by side (one limit per call: CTranslate2 has one max_decoding_length per batch)."""
+        submitted = [
+            (
+                group,
+                self.translator.translate_batch(
+                    [self.pieces[i] for i in group],
+                    beam_size=beam_size,
+                    num_hypotheses=n_best,
+                    length_penalty=alpha,
+                    return_scores=True,
+                    max_decoding_length=limit - 1,  # CTranslate2 counts words, mt words and EOS
+                    max_batch_size=self.max_tokens // beam_size,
+                    batch_type="tokens",
+                    # As mt's search (specials.NEVER_OUTPUT): pad and <s> are never a next token.
+                    suppress_sequences=[[piece] for piece in self.tgt_tok.to_pieces(NEVER_OUTPUT)],
+                    asynchronous=True,
+                ),
+            )
+            for limit, group in self.groups.items()
+        ]
+        found = self._unfound()
+        for group, results in submitted:
+            for index, result in zip(group, results, strict=True):
+                found[index] = list(zip(result.result().hypotheses, result.result().scores))
+        return found
+
+    def greedy(self, alpha: float, scored: bool) -> list[Pieces]:
+        """Beam search of beam 1, as CTranslate2 searches greedily (always scored)."""
+        return self.beam(1, 1, alpha)
+
+    def _unfound(self) -> list[Pieces]:
+        return [[([], 0.0)] for _ in self.pieces]

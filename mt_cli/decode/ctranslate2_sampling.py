@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from mt_cli.config.options import TranslateOptions
+from mt_cli.config.options import Sampling
 from mt_cli.decode.hypotheses import normalised
 from mt_cli.decode.sampling import draw, line_seed, truncated_distribution
 from mt_cli.specials import EOS_ID
@@ -37,15 +37,14 @@ def sample(
     pieces: Sequence[list[str]],
     lines: Sequence[str],
     limit: int,
-    options: TranslateOptions,
+    sampling: Sampling,
+    alpha: float,
     batch_tokens: int,
 ) -> list[tuple[list[str], float]]:
     """One sample per source of ``lines`` (``pieces``: its source pieces without EOS; all share the
     output ``limit``, EOS included) from ``translator``, whose target pieces are ``tgt_tok``'s,
     in batches of ``batch_tokens``: its target pieces and its score (summed log-probability under
-    the model, untempered, divided by the length penalty, as mt's engine scores a sample)."""
-    sampling = options.sampling
-    assert sampling is not None  # the caller samples only when asked to
+    the model, untempered, divided by the length penalty ``alpha``, as mt's engine scores a sample)."""
     generators = [torch.Generator().manual_seed(line_seed(sampling.seed, line)) for line in lines]
     prefixes: list[list[int]] = [[] for _ in pieces]
     totals = [0.0] * len(pieces)
@@ -80,6 +79,5 @@ def sample(
         if not alive:
             break
     return [
-        (tgt_tok.to_pieces(ids), normalised(total, len(ids), options.alpha))
-        for ids, total in zip(prefixes, totals)
+        (tgt_tok.to_pieces(ids), normalised(total, len(ids), alpha)) for ids, total in zip(prefixes, totals)
     ]

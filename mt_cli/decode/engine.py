@@ -6,10 +6,11 @@
 and ``CTranslate2Engine`` (a model exported with ``mt export --format ctranslate2``). All split
 lines into SentencePiece pieces, put the target tag of a multilingual model before each source
 (``source_pieces``: the one place it is added, for translation, scoring and alignment alike),
-append EOS to each source, cut sources to the model's positions,
-decode with the same search (the length penalty divides a finished hypothesis's summed log-
-probability by its length, EOS included, to the power alpha, as CTranslate2, fairseq and Hugging
-Face do) and cap the output at ``max_len_a * source length + max_len_b`` tokens. Results are the
+append EOS to each source, cut sources to the model's positions, resolve the options once
+(``CardEngine.resolve``), decode with the search ``search.run_search`` chooses for them (the
+length penalty divides a finished hypothesis's summed log-probability by its length, EOS
+included, to the power alpha, as CTranslate2, fairseq and Hugging Face do) and cap the output
+at ``max_len_a * source length + max_len_b`` tokens. Results are the
 types of ``results``; turning them into text (Moses n-best, Pharaoh, JSON) is the command line's
 job.
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, Protocol
 
 from mt_cli.config.card import ModelCard, target_language
@@ -87,7 +87,8 @@ class Engine(Protocol):
     def resolve(self, options: TranslateOptions) -> TranslateOptions:
         """``options`` with the card's defaults filled in; an ``InputError`` if this engine
         cannot do what they ask (checked before any line is read), a beam too wide for its
-        target vocabulary included."""
+        target vocabulary included. The one place options are resolved: options it resolved
+        (``is_resolved``) pass through it, and through ``translate``, as they are."""
         ...
 
     def translate(
@@ -139,8 +140,9 @@ class Engine(Protocol):
 
 class CardEngine:
     """What every engine shares: the card's languages, directions and default beam, the tokenizer
-    fingerprints, the source pieces with their target tag, and ``translate_lines`` on top of
-    ``translate``."""
+    fingerprints, the source pieces with their target tag, resolving options once, and the steps
+    of ``translate``, ``score`` and ``align`` around each engine's own decoding (``_translated``,
+    ``_forced``, ``_aligned``)."""
 
     card: ModelCard
     src_tok: Tokenizer
@@ -170,6 +172,11 @@ class CardEngine:
     def tokenizers(self) -> tuple[str, str]:
         return self.src_tok.fingerprint(), self.tgt_tok.fingerprint()
 
+    @property
+    def max_positions(self) -> int:
+        """The positions of the model that decodes: sources and targets are cut to fit them."""
+        return self.card.model.max_positions
+
     def source_prefix(self, tgt_lang: str | None) -> str:
         """What goes before each source to write ``tgt_lang`` (None: the card's): the target tag
         of a model trained with them, else nothing; an ``InputError`` if the model does not write it."""
@@ -183,14 +190,18 @@ class CardEngine:
             self.src_tok, lines, max_positions, warn, first_line, self.source_prefix(tgt_lang)
         )
 
-    def resolved(self, options: TranslateOptions) -> TranslateOptions:
-        """``options`` with the card's defaults filled in, checked against the card and the size
-        of the target vocabulary (each engine's ``resolve`` adds what it cannot do)."""
-        return self.card.resolve(options, self.tgt_tok.vocab_size)
-
     def prefix_pieces(self, tgt_lang: str | None) -> int:
         """How many pieces ``source_prefix`` puts before a source (a tag is one piece)."""
         return len(self.source_prefix(tgt_lang).split())
+
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        """``options`` with the card's defaults filled in, checked against the card, the size of
+        the target vocabulary and the alignments this engine can give; resolved options as they are."""
+        if options.is_resolved:
+            return options
+        if options.align:
+            self._check_layer(options.alignment_layer)
+        return self.card.resolve(options, self.tgt_tok.vocab_size)
 
     def translate(
         self,
@@ -199,13 +210,81 @@ class CardEngine:
         warn: Warn = ignore,
         first_line: int = 1,
     ) -> list[Translation]:
-        """Each engine's own (see ``Engine.translate``)."""
-        raise NotImplementedError
+        return self._translated(lines, self.resolve(options), warn, first_line)
 
     def translate_lines(
         self, lines: Sequence[str], options: TranslateOptions = DEFAULT_OPTIONS, warn: Warn = ignore
     ) -> list[str]:
-        return [t.text for t in self.translate(lines, replace(options, scores=False), warn)]
+        return [t.text for t in self.translate(lines, options.without_scores(), warn)]
+
+    def score(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        per_token: bool = False,
+        warn: Warn = ignore,
+        first_line: int = 1,
+        tgt_lang: str | None = None,
+    ) -> list[Score]:
+        check_pairs(sources, targets)
+        src_ids, tgt_ids = self._pair_pieces(sources, targets, warn, first_line, tgt_lang)
+        return [
+            Score.of(source, target, pieces, log_probs, per_token)
+            for source, target, (pieces, log_probs) in zip(
+                sources, targets, self._forced(src_ids, tgt_ids), strict=True
+            )
+        ]
+
+    def align(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        layer: int | None = None,
+        warn: Warn = ignore,
+        first_line: int = 1,
+        tgt_lang: str | None = None,
+    ) -> list[Alignment]:
+        check_pairs(sources, targets)
+        self._check_layer(layer)
+        src_ids, tgt_ids = self._pair_pieces(sources, targets, warn, first_line, tgt_lang)
+        return self._aligned(src_ids, tgt_ids, layer, self.prefix_pieces(tgt_lang))
+
+    def _pair_pieces(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        warn: Warn,
+        first_line: int,
+        tgt_lang: str | None,
+    ) -> tuple[list[list[int]], list[list[int]]]:
+        """The piece ids of each source (target tag first, no EOS) and of each target (no BOS/EOS),
+        cut to the model's positions."""
+        src_ids = self.source_pieces(sources, self.max_positions, warn, first_line, tgt_lang)
+        return src_ids, target_pieces(self.tgt_tok, targets, self.max_positions, warn, first_line)
+
+    def _check_layer(self, layer: int | None) -> None:
+        """An ``InputError`` unless this engine aligns with decoder layer ``layer`` (None: the last)."""
+        raise NotImplementedError
+
+    def _translated(
+        self, lines: Sequence[str], options: TranslateOptions, warn: Warn, first_line: int
+    ) -> list[Translation]:
+        """``translate`` with resolved ``options``: each engine's own."""
+        raise NotImplementedError
+
+    def _forced(
+        self, sources: list[list[int]], targets: list[list[int]]
+    ) -> list[tuple[Sequence[str], Sequence[float]]]:
+        """Forced decoding of each (source, target) of ``_pair_pieces``: the target's pieces and
+        each one's log-probability, EOS last in both. Each engine's own."""
+        raise NotImplementedError
+
+    def _aligned(
+        self, sources: list[list[int]], targets: list[list[int]], layer: int | None, tags: int
+    ) -> list[Alignment]:
+        """Word alignments of each (source, target) of ``_pair_pieces`` (``tags``: the target tag
+        pieces before each source, which align to nothing). Each engine's own."""
+        raise NotImplementedError
 
 
 def check_pairs(sources: Sequence[str], targets: Sequence[str]) -> None:

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from mt_cli.config.options import Sampling
 from mt_cli.decode.hypotheses import Decoder, Found
-from mt_cli.decode.search import one_per_row
+from mt_cli.decode.picking import one_per_row
 
 
 def line_seed(seed: int, line: str) -> int:

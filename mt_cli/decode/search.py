@@ -1,4 +1,6 @@
-"""Greedy and beam search over a ``Transformer`` with its KV cache.
+"""Which search decodes, chosen in one place for every engine (``run_search``), and mt's searches
+over a ``Transformer`` with its KV cache: beam search here, greedy search and sampling on the
+loop of ``picking`` (sampling's draws in ``sampling``).
 
 Shapes: B sentences, k beams, S source positions, V target vocabulary. Inputs are a padded
 source ``src`` (B, S) and its mask ``src_mask`` (B, 1, 1, S), True = real token. The encoder
@@ -7,91 +9,88 @@ keys/values. Finished sentences leave the batch, so they cost nothing afterwards
 
 Outputs are token ids without BOS/EOS; turning them into text is the translator's job.
 The searches take any ``hypotheses.Decoder``: a ``Transformer`` or an ``ensemble.Ensemble`` of
-them, and return ``hypotheses.Found``, scored and limited in length by the rules there. Sampling
-lives in ``sampling``, forced decoding in ``scoring``, attention in ``alignment``.
+them, and return ``hypotheses.Found``, scored and limited in length by the rules there. Forced
+decoding lives in ``scoring``, attention in ``alignment``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import torch
 from torch import Tensor
 
+from mt_cli.config.options import Sampling, TranslateOptions
 from mt_cli.decode.hypotheses import Decoder, Found, max_output_lengths, normalised
+from mt_cli.decode.picking import most_probable, one_per_row
+from mt_cli.decode.sampling import line_seed, sample_search
 from mt_cli.specials import BOS_ID, EOS_ID, NEVER_OUTPUT
 
-# Greedy search drops finished sentences from the batch once 1/COMPACT_DIVISOR of it has
-# finished. Each drop copies every layer's cache while it saves the finished rows' work; on
-# test2016 the two balance: divisors 2 to 16 decode equally fast (docs/benchmarks.md).
-COMPACT_DIVISOR = 4
+Hypotheses_co = TypeVar("Hypotheses_co", covariant=True)
 
 
-@torch.inference_mode()
-def greedy_search(
-    model: Decoder, src: torch.Tensor, src_mask: torch.Tensor, max_len_a: float, max_len_b: int
-) -> list[list[int]]:
-    """The most probable next token at each step, batched, with the KV cache."""
-    # log_softmax is monotonic: the argmax of the raw scores needs no normalising.
-    return one_per_row(model, src, src_mask, max_len_a, max_len_b, lambda logits, rows: logits.argmax(-1))[0]
+class Searches(Protocol[Hypotheses_co]):
+    """One engine's searches over one batch of sources: each gives every source's hypotheses,
+    best first, scored as beam search ranks them (``hypotheses.normalised`` with ``alpha``)."""
+
+    def sample(self, sampling: Sampling, alpha: float) -> Hypotheses_co: ...
+
+    def beam(self, beam_size: int, n_best: int, alpha: float) -> Hypotheses_co: ...
+
+    def greedy(self, alpha: float, scored: bool) -> Hypotheses_co:
+        """``scored`` False: each score may be NaN, for the time scoring takes."""
+        ...
 
 
-# pick(scores (N, V), rows (N,)) -> next tokens (N,); rows: each live row's index in the batch.
-Picker = Callable[[Tensor, Tensor], Tensor]
+def run_search(options: TranslateOptions, searches: Searches[Hypotheses_co]) -> Hypotheses_co:
+    """The search resolved ``options`` ask for, of ``searches``: sampling when they sample, beam
+    search for a beam over 1, else greedy search (what beam search of beam 1 finds, faster)."""
+    if options.sampling is not None:
+        return searches.sample(options.sampling, options.alpha)
+    if options.beam_size > 1:
+        return searches.beam(options.beam_size, options.n_best, options.alpha)
+    return searches.greedy(options.alpha, options.scores)
 
 
-@torch.inference_mode()  # the translator calls it directly: no autograd graph of every step
-def one_per_row(
-    model: Decoder,
-    src: torch.Tensor,
-    src_mask: torch.Tensor,
-    max_len_a: float,
-    max_len_b: int,
-    pick: Picker,
-    scored: bool = False,
-) -> tuple[list[list[int]], list[float]]:
-    """One hypothesis per sentence, each next token chosen by ``pick`` (greedy, sampling), with
-    the KV cache. Returns the tokens and, if ``scored``, each one's summed log-probability (EOS
-    included) under the model's step distribution; else zeros (normalising costs time).
+@dataclass(frozen=True)
+class ModelSearches:
+    """mt's searches (``Searches``) of ``model`` over one padded batch, each output at most
+    ``max_len_a * source length + max_len_b`` tokens. ``lines``: the batch's source lines, which
+    seed sampling (``sampling.line_seed``); only sampling reads them."""
 
-    Finished rows keep being fed (their output after EOS is cut off) until 1/COMPACT_DIVISOR
-    of the batch has finished; then the batch is compacted.
-    """
-    batch = src.size(0)
-    limits = max_output_lengths(model, src_mask, max_len_a, max_len_b).cpu()  # (B,)
-    memory = model.encode(src, src_mask)  # (B, S, D)
-    cache = model.start_cache(memory, src_mask)
-    out = torch.full((batch, int(limits.max())), EOS_ID, dtype=torch.long)  # (B, T)
-    totals = torch.zeros(batch, dtype=torch.float64)  # (B,) summed log-probabilities
-    alive = torch.arange(batch)  # original row of each row still in the batch
-    done = torch.zeros(batch, dtype=torch.bool)  # (B_alive,) has produced EOS
-    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)  # (B_alive,)
-    for t in range(out.size(1)):
-        logits, cache, _ = model.step(tokens, cache)  # (B_alive, V) fp32, a fresh tensor
-        # The score is under the model's whole distribution, the choice among what may be output.
-        normaliser = logits.logsumexp(-1) if scored else None  # (B_alive,)
-        logits[:, NEVER_OUTPUT] = float("-inf")
-        next_tokens = pick(logits, alive)  # (B_alive,)
-        next_tokens = torch.where((limits[alive] <= t + 1).to(src.device), EOS_ID, next_tokens)
-        next_cpu = next_tokens.cpu()
-        if normaliser is not None:
-            chosen = (logits.gather(1, next_tokens[:, None])[:, 0] - normaliser).cpu()  # (B_alive,)
-            totals[alive] += torch.where(done, 0.0, chosen.double())
-        out[alive, t] = torch.where(done, EOS_ID, next_cpu)
-        done |= next_cpu == EOS_ID
-        if done.all():
-            break
-        if COMPACT_DIVISOR * int(done.sum()) >= len(done):
-            keep = (~done).nonzero().squeeze(1)
-            alive, done = alive[keep], done[keep]
-            cache = cache.select(keep.to(src.device))
-            next_tokens = next_tokens[keep.to(src.device)]
-        tokens = next_tokens
-    return [_until_eos(row) for row in out.tolist()], totals.tolist()
+    model: Decoder
+    src: Tensor  # (B, S)
+    src_mask: Tensor  # (B, 1, 1, S)
+    max_len_a: float
+    max_len_b: int
+    lines: Sequence[str] = ()
+
+    def sample(self, sampling: Sampling, alpha: float) -> list[list[Found]]:
+        seeds = [line_seed(sampling.seed, line) for line in self.lines]
+        sampled = sample_search(
+            self.model, self.src, self.src_mask, self.max_len_a, self.max_len_b, sampling, seeds
+        )
+        return _one_each([(h.tokens, h.score) for h in sampled], alpha)
+
+    def beam(self, beam_size: int, n_best: int, alpha: float) -> list[list[Found]]:
+        return beam_search(
+            self.model, self.src, self.src_mask, beam_size, alpha, self.max_len_a, self.max_len_b, n_best
+        )
+
+    def greedy(self, alpha: float, scored: bool) -> list[list[Found]]:
+        tokens, sums = one_per_row(
+            self.model, self.src, self.src_mask, self.max_len_a, self.max_len_b, most_probable, scored
+        )
+        return _one_each(list(zip(tokens, sums if scored else [math.nan] * len(tokens))), alpha)
 
 
-def _until_eos(row: list[int]) -> list[int]:
-    return row[: row.index(EOS_ID)] if EOS_ID in row else row
+def _one_each(found: list[tuple[list[int], float]], alpha: float) -> list[list[Found]]:
+    """Each sentence's one (tokens, summed log-probability) as its only hypothesis, normalised like
+    a finished beam, so that a score means the same whatever found it."""
+    return [[Found(tokens, normalised(total, len(tokens), alpha))] for tokens, total in found]
 
 
 @torch.inference_mode()

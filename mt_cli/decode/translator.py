@@ -3,13 +3,12 @@
 Lines are sorted by length into token-budget batches (little padding, big batches), decoded,
 and put back in input order. An empty line gives an empty line; a line longer than the
 model's positions is cut, with one warning naming the line. Translation, forced decoding and
-alignment all batch this way; the searches are ``search`` and ``sampling``, forced decoding is
-``scoring``, attention is ``alignment``.
+alignment all batch this way; each batch decodes with the search ``search.run_search`` chooses
+(``search.ModelSearches``), forced decoding is ``scoring``, attention is ``alignment``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ import torch
 from torch import Tensor
 
 from mt_cli.config.card import ModelCard
-from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
+from mt_cli.config.options import TranslateOptions
 from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
 from mt_cli.decode import search
@@ -26,15 +25,12 @@ from mt_cli.decode.alignment import attention_matrix, word_alignment
 from mt_cli.decode.engine import (
     CardEngine,
     Warn,
-    check_pairs,
     ignore,
-    target_pieces,
 )
 from mt_cli.decode.ensemble import Ensemble
-from mt_cli.decode.hypotheses import Found, normalised
+from mt_cli.decode.hypotheses import Found
 from mt_cli.decode.processes import BatchPool, default_processes
-from mt_cli.decode.results import Alignment, Hypothesis, Score, Translation
-from mt_cli.decode.sampling import line_seed, sample_search
+from mt_cli.decode.results import Alignment, Hypothesis, Translation
 from mt_cli.decode.scoring import force_decode
 from mt_cli.errors import InputError
 from mt_cli.model.packed import pack_for_cpu_inference
@@ -44,12 +40,7 @@ from mt_cli.runtime.device import autocast, inference_dtype, resolve_device
 from mt_cli.runtime.precision import ComputeType
 from mt_cli.specials import EOS_PIECE
 from mt_cli.text.tokenizer import Tokenizer
-from mt_cli.trained import TrainedModel, load_trained
-
-
-def _argmax(logits: Tensor, rows: Tensor) -> Tensor:
-    """Greedy search's pick: the most probable next token of each row, (N, V) -> (N,)."""
-    return logits.argmax(-1)
+from mt_cli.trained import TrainedModel
 
 
 @dataclass
@@ -78,17 +69,6 @@ class Translator(CardEngine):
         return cls.for_inference(
             trained.model, trained.src_tok, trained.tgt_tok, trained.card, target, dtype, trained.checkpoint
         )
-
-    @classmethod
-    def from_run(
-        cls,
-        run_dir: str | Path,
-        checkpoint: str | None = None,
-        device: str = "auto",
-        compute_type: ComputeType = ComputeType.DEFAULT,
-    ) -> Translator:
-        """A run's checkpoint (None: best.pt) as ``Translator.of(load_trained(...))`` makes it."""
-        return cls.of(load_trained(run_dir, checkpoint), device, compute_type)
 
     @classmethod
     def for_inference(
@@ -124,13 +104,17 @@ class Translator(CardEngine):
             return " + ".join(self.members)
         return str(self.checkpoint) if self.checkpoint is not None else "a model in memory"
 
+    @property
+    def max_positions(self) -> int:
+        return self.model.max_positions  # an ensemble's: its members' fewest
+
     def encode_sources(
         self, lines: Sequence[str], warn: Warn, first_line: int = 1, tgt_lang: str | None = None
     ) -> list[list[int]]:
         """Source ids with EOS, after the target tag of ``tgt_lang`` (None: the card's) when the
         model has them, cut to the model's positions (with one warning per cut line, numbered
         from ``first_line``)."""
-        encoded = self.source_pieces(lines, self.model.max_positions, warn, first_line, tgt_lang)
+        encoded = self.source_pieces(lines, self.max_positions, warn, first_line, tgt_lang)
         return [source_ids(ids) for ids in encoded]
 
     def batches(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
@@ -158,19 +142,9 @@ class Translator(CardEngine):
             except ValueError as err:  # the model names the layers it has
                 raise InputError(f"alignment layer: {err}") from None
 
-    def resolve(self, options: TranslateOptions) -> TranslateOptions:
-        if options.align:
-            self._check_layer(options.alignment_layer)
-        return self.resolved(options)
-
-    def translate(
-        self,
-        lines: Sequence[str],
-        options: TranslateOptions = DEFAULT_OPTIONS,
-        warn: Warn = ignore,
-        first_line: int = 1,
+    def _translated(
+        self, lines: Sequence[str], options: TranslateOptions, warn: Warn, first_line: int
     ) -> list[Translation]:
-        options = self.resolve(options)
         sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
         found: list[list[Found]] = [[Found([], 0.0)] for _ in sources]
         groups = self.batches(sources, options.beam_size)
@@ -218,33 +192,10 @@ class Translator(CardEngine):
     ) -> list[list[Found]]:
         """The hypotheses of one batch of source ids (with EOS) of ``lines``."""
         src, src_mask = self._padded(sources)
+        dec = self.card.decode
+        searches = search.ModelSearches(self.model, src, src_mask, dec.max_len_a, dec.max_len_b, lines)
         with autocast(self.device, self.dtype), no_cycle_collection():
-            return self._search(src, src_mask, options, lines)
-
-    def _search(
-        self, src: Tensor, src_mask: Tensor, options: TranslateOptions, lines: list[str]
-    ) -> list[list[Found]]:
-        """Each source's hypotheses, best first, scored as beam search ranks them."""
-        dec, alpha = self.card.decode, options.alpha
-        if options.sampling is None and options.beam_size > 1:
-            n_best = options.n_best
-            return search.beam_search(
-                self.model, src, src_mask, options.beam_size, alpha, dec.max_len_a, dec.max_len_b, n_best
-            )
-        if options.sampling is not None:
-            seeds = [line_seed(options.sampling.seed, line) for line in lines]
-            sampled = sample_search(
-                self.model, src, src_mask, dec.max_len_a, dec.max_len_b, options.sampling, seeds
-            )
-            pairs = [(h.tokens, h.score) for h in sampled]
-        else:
-            # Greedy search, scored (beam search with beam 1 finds the same tokens, more slowly).
-            tokens, sums = search.one_per_row(
-                self.model, src, src_mask, dec.max_len_a, dec.max_len_b, _argmax, options.scores
-            )
-            pairs = list(zip(tokens, sums if options.scores else [math.nan] * len(tokens)))
-        # Normalised like a finished beam, so that a score means the same whatever found it.
-        return [[Found(t, normalised(s, len(t), alpha))] for t, s in pairs]
+            return search.run_search(options, searches)
 
     def _hypothesis_alignments(
         self,
@@ -284,44 +235,23 @@ class Translator(CardEngine):
                 result[index] = tuple(word_alignment(matrix[:, tags:], src_pieces, tgt_pieces))
         return result
 
-    def score(
-        self,
-        sources: Sequence[str],
-        targets: Sequence[str],
-        per_token: bool = False,
-        warn: Warn = ignore,
-        first_line: int = 1,
-        tgt_lang: str | None = None,
-    ) -> list[Score]:
-        check_pairs(sources, targets)
-        src_ids = self.encode_sources(sources, warn, first_line, tgt_lang)
-        tgt_ids = target_pieces(self.tgt_tok, targets, self.model.max_positions, warn, first_line)
+    def _forced(
+        self, sources: list[list[int]], targets: list[list[int]]
+    ) -> list[tuple[Sequence[str], Sequence[float]]]:
+        src_ids = [source_ids(ids) for ids in sources]
         log_probs: list[list[float]] = [[] for _ in src_ids]
-        for group in self._pair_batches(src_ids, tgt_ids):
+        for group in self._pair_batches(src_ids, targets):
             src, src_mask = self._padded([src_ids[i] for i in group])
             with autocast(self.device, self.dtype):
-                rows = force_decode(self.model, src, src_mask, [tgt_ids[i] for i in group])
+                rows = force_decode(self.model, src, src_mask, [targets[i] for i in group])
             for index, row in zip(group, rows):
                 log_probs[index] = row  # each target piece, then EOS
-        return [
-            Score.of(source, target, [*self.tgt_tok.to_pieces(ids), EOS_PIECE], row, per_token)
-            for source, target, ids, row in zip(sources, targets, tgt_ids, log_probs, strict=True)
-        ]
+        return [([*self.tgt_tok.to_pieces(ids), EOS_PIECE], row) for ids, row in zip(targets, log_probs)]
 
-    def align(
-        self,
-        sources: Sequence[str],
-        targets: Sequence[str],
-        layer: int | None = None,
-        warn: Warn = ignore,
-        first_line: int = 1,
-        tgt_lang: str | None = None,
+    def _aligned(
+        self, sources: list[list[int]], targets: list[list[int]], layer: int | None, tags: int
     ) -> list[Alignment]:
-        check_pairs(sources, targets)
-        self._check_layer(layer)
-        src_ids = self.encode_sources(sources, warn, first_line, tgt_lang)
-        tgt_ids = target_pieces(self.tgt_tok, targets, self.model.max_positions, warn, first_line)
-        return self._align_ids(src_ids, tgt_ids, layer, self.prefix_pieces(tgt_lang))
+        return self._align_ids([source_ids(ids) for ids in sources], targets, layer, tags)
 
     def attention(
         self, source: str, target: Sequence[str], layer: int | None = None, tgt_lang: str | None = None
@@ -330,7 +260,7 @@ class Translator(CardEngine):
         (T, S) cross-attention, fp32."""
         self._check_layer(layer)
         ids = self.encode_sources([source], ignore, 1, tgt_lang)[0]
-        tokens = self.tgt_tok.to_ids(target)[: self.model.max_positions - 2]
+        tokens = self.tgt_tok.to_ids(target)[: self.max_positions - 2]
         src, src_mask = self._padded([ids])
         with autocast(self.device, self.dtype):
             weights = attention_matrix(self.model, src, src_mask, [tokens], layer)[0]  # (T, S)

@@ -44,7 +44,7 @@ from mt_cli.data.corpus import load_corpus
 from mt_cli.data.dataset import EncodedPairs, encode_pairs, short_enough
 from mt_cli.data.sampler import TokenBatchSampler
 from mt_cli.decode.hypotheses import max_output_lengths
-from mt_cli.decode.search import beam_search, greedy_search
+from mt_cli.decode.search import ModelSearches
 from mt_cli.decode.translator import Translator
 from mt_cli.disk.layout import RunDir
 from mt_cli.model.flops import training_flops
@@ -176,17 +176,21 @@ def _translate_rows(tr: Translator, lines: list[str], beam: int) -> list[Row]:
     in_order = [
         list(range(i, min(i + NAIVE_BATCH, len(sources)))) for i in range(0, len(sources), NAIVE_BATCH)
     ]
-    searches = {
+
+    def searches(src: torch.Tensor, mask: torch.Tensor) -> ModelSearches:
+        """mt's searches over one batch, as ``Translator`` runs them."""
+        return ModelSearches(model, src, mask, dec.max_len_a, dec.max_len_b)
+
+    implementations = {
         "ours greedy": (
             tr.batches(sources, 1),
-            lambda src, mask: greedy_search(model, src, mask, dec.max_len_a, dec.max_len_b),
+            lambda src, mask: [
+                h[0].tokens for h in searches(src, mask).greedy(dec.length_penalty, scored=False)
+            ],
         ),
         f"ours beam{beam}": (
             tr.batches(sources, beam),
-            lambda src, mask: [
-                h[0].tokens
-                for h in beam_search(model, src, mask, beam, dec.length_penalty, dec.max_len_a, dec.max_len_b)
-            ],
+            lambda src, mask: [h[0].tokens for h in searches(src, mask).beam(beam, 1, dec.length_penalty)],
         ),
         "nn.Transformer naive greedy": (
             in_order,
@@ -196,7 +200,7 @@ def _translate_rows(tr: Translator, lines: list[str], beam: int) -> list[Row]:
         ),
     }
     rows = []
-    for impl, (groups, search) in searches.items():
+    for impl, (groups, search) in implementations.items():
         batches = [(g, *(t.to(tr.device) for t in pad_sources([sources[i] for i in g]))) for g in groups]
         largest = max(batches, key=lambda b: b[1].numel())
         outputs: dict[int, list[int]] = {}
