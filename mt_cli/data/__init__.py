@@ -3,7 +3,8 @@
 - ``corpus``, ``formats``: where text pairs come from (Multi30k, plain files, TSV/JSONL/Parquet, the hub)
 - ``synthetic``: the kept pairs of a back-translation or distillation corpus (and the chunks of one
   being translated), read back like any other, less those under its ``min_score``
-- ``suggestions``: the database of corrections ``mt serve --suggestions`` writes, read back as pairs
+- ``suggestions``: the database of corrections ``mt serve --suggestions`` writes, read back as pairs;
+  ``suggestion_keys``: the keyed hash (and its secret file) it stores API keys as
 - ``filters``: which pairs are kept, and the count of what each rule dropped
 - ``prepare``, ``prepared``: from a config to the prepared corpus on disk, and reading it
 - ``mixing``: several prepared corpora seen as one, each drawn by its weight

@@ -3,13 +3,14 @@ suggestions database (``data.suggestions``) so that a run can train on it.
 
 Off unless ``mt serve --suggestions PATH`` names the database, as in LibreTranslate: then every
 /suggest is a 403 "Suggestions are disabled on this server." and ``/frontend/settings`` says
-``"suggestions": false``. On, a request gives ``q`` (the text), ``s`` (its corrected
-translation), ``source`` and ``target`` (a direction the model translates; not ``auto``: a row is
-training data, and its language must be known), optionally ``translatedText`` (the translation
-that was corrected, which LibreTranslate's page does not send) and ``api_key`` (checked as for
-/translate when the server has keys; stored as a keyed hash, ``data.suggestion_keys``). Each field is checked first (a 400 in one line: one missing
-or blank, over ``--max-chars``, a ``q`` and ``s`` of different line counts, a direction the model
-does not know), and ``{"success": true}`` answers once the row is committed to disk.
+``"suggestions": false``. On, a request gives ``q`` (the text), ``s`` (its corrected translation),
+``source`` and ``target`` (a direction the model translates; not ``auto``: a row is training data,
+and its language must be known), optionally ``translatedText`` (the translation that was corrected,
+which LibreTranslate's page does not send) and ``api_key`` (checked as for /translate when the
+server has keys; stored as a keyed hash, ``data.suggestion_keys``). Each field is checked first (a
+400 in one line: one missing or blank, over ``--max-chars``, a ``q`` and ``s`` of different line
+counts, a direction the model does not know), and ``{"success": true}`` answers once the row is
+committed to disk.
 
 One thread writes (``Store``): requests queue their rows (at most ``MAX_PENDING``; more is a 429),
 and the thread commits everything waiting in one transaction, so a burst costs one sync, not one

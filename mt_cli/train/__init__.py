@@ -1,7 +1,7 @@
 """Training: what ``mt train`` and ``mt prepare`` do around the loop (``run``), the AMP loop
-(``trainer``) and the precision ``train.amp: auto`` measures on a CPU (``amp``), validation and closing scores (``validation``), optimizer and schedule
-(``optim``), progress, metrics and logs (``progress``), starting from another run's checkpoint
-(``warm_start``), maybe with fewer layers (``shrink``), and translating the text of
-back-translation and distillation corpora, the teachers' chunks kept as they are done
-(``backtranslation``).
-Imports ``pretrained`` (a warm start from a published model), ``decode`` and below; no CLI."""
+(``trainer``) and the precision ``train.amp: auto`` measures on a CPU (``amp``), validation and
+closing scores (``validation``), optimizer and schedule (``optim``), progress, metrics and logs
+(``progress``), starting from another run's checkpoint (``warm_start``), maybe with fewer layers
+(``shrink``), and translating the text of back-translation and distillation corpora, the teachers'
+chunks kept as they are done (``backtranslation``). Imports ``pretrained`` (a warm start from a
+published model), ``decode`` and below; no CLI."""
