@@ -92,8 +92,12 @@ def opus_mt_config(vocab_size: int, **changes: Any) -> dict[str, Any]:
     return config | changes
 
 
-def save_marian(directory: Path, steps: int = 400, codes: tuple[str, ...] = (), seed: int = 0) -> Path:
-    """A briefly trained de->en Marian model with its tokenizer and generation config in ``directory``."""
+def save_marian(
+    directory: Path, steps: int = 400, codes: tuple[str, ...] = (), seed: int = 0, init_std: float = 0.02
+) -> Path:
+    """A briefly trained de->en Marian model with its tokenizer and generation config in ``directory``.
+    ``steps=0`` with a large ``init_std`` (transformers' default is 0.02) gives a random model whose
+    outputs vary, pieces of both SentencePiece models among them."""
     import transformers
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -110,7 +114,7 @@ def save_marian(directory: Path, steps: int = 400, codes: tuple[str, ...] = (), 
         target_lang="en",
     )
     tokenizer.save_pretrained(directory)
-    config = opus_mt_config(len(table))
+    config = opus_mt_config(len(table), init_std=init_std)
     known = {key: value for key, value in config.items() if key not in ("architectures", "model_type")}
     torch.manual_seed(seed)
     model = transformers.MarianMTModel(transformers.MarianConfig(**known))
@@ -153,6 +157,36 @@ def _train(model: Any, tokenizer: Any, de: list[str], en: list[str], steps: int)
 def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
     width = max(len(row) for row in rows)
     return torch.tensor([row + [pad] * (width - len(row)) for row in rows])  # (B, width)
+
+
+def generate(
+    tokenizer: Any, marian: Any, lines: list[str], beams: int, alpha: float, card: Any
+) -> tuple[list[str], list[list[int]]]:
+    """transformers' translations of ``lines`` (``generate``, then ``batch_decode`` skipping special
+    tokens, as OPUS-MT's model cards show) and the ids generated, each line with mt's length limit
+    (``hypotheses.output_limit``): lines grouped by that limit, batches of up to 100."""
+    from collections import defaultdict
+
+    from mt_cli.decode.hypotheses import output_limit
+
+    d = card.decode
+    groups: dict[int, list[int]] = defaultdict(list)
+    for index, ids in enumerate(tokenizer(lines)["input_ids"]):
+        groups[output_limit(len(ids), d.max_len_a, d.max_len_b, card.model.max_positions)].append(index)
+    texts, rows = [""] * len(lines), [[] for _ in lines]
+    for limit, indices in groups.items():
+        for start in range(0, len(indices), 100):
+            chunk = indices[start : start + 100]
+            batch = tokenizer([lines[i] for i in chunk], return_tensors="pt", padding=True)
+            with torch.no_grad():
+                found = marian.generate(
+                    **batch, num_beams=beams, length_penalty=alpha, early_stopping=beams > 1,
+                    max_new_tokens=limit, max_length=None,
+                )  # fmt: skip
+            decoded = tokenizer.batch_decode(found, skip_special_tokens=True)
+            for i, text, ids in zip(chunk, decoded, found.tolist(), strict=True):
+                texts[i], rows[i] = text, ids
+    return texts, rows
 
 
 def fine_tune_recipe(path: Path, pairs: int, steps: int, validate_every: int) -> Path:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from marian_models import fine_tune_recipe, multi30k, save_marian
+from marian_models import fine_tune_recipe, generate, multi30k, save_marian
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.translator import Translator
@@ -91,33 +91,6 @@ def test_teacher_forced_logits_equal_transformers(imported: TrainedModel, hf: tu
     assert diff < 1e-4, diff
 
 
-def _generate(hf: tuple[Any, Any], lines: list[str], beams: int, alpha: float, card: Any) -> list[str]:
-    """``generate``'s outputs, each line with mt's length limit (``hypotheses.output_limit``), the
-    last token forced to </s> as mt's search forces it: lines grouped by that limit."""
-    from collections import defaultdict
-
-    from mt_cli.decode.hypotheses import output_limit
-
-    tokenizer, marian = hf
-    d = card.decode
-    groups: dict[int, list[int]] = defaultdict(list)
-    for index, ids in enumerate(tokenizer(lines)["input_ids"]):
-        groups[output_limit(len(ids), d.max_len_a, d.max_len_b, card.model.max_positions)].append(index)
-    out = [""] * len(lines)
-    for limit, indices in groups.items():
-        for start in range(0, len(indices), 100):
-            chunk = indices[start : start + 100]
-            batch = tokenizer([lines[i] for i in chunk], return_tensors="pt", padding=True)
-            with torch.no_grad():
-                found = marian.generate(
-                    **batch, num_beams=beams, length_penalty=alpha, early_stopping=beams > 1,
-                    max_new_tokens=limit, max_length=None,
-                )  # fmt: skip
-            for i, text in zip(chunk, tokenizer.batch_decode(found, skip_special_tokens=True), strict=True):
-                out[i] = text
-    return out
-
-
 @pytest.mark.parametrize(("beams", "alpha"), [(1, 1.0), (4, 1.0), (4, 0.6)])
 def test_greedy_and_beam_equal_generate_on_1000_lines(
     imported: TrainedModel, hf: tuple[Any, Any], beams: int, alpha: float
@@ -126,7 +99,7 @@ def test_greedy_and_beam_equal_generate_on_1000_lines(
     translator = Translator.of(imported, "cpu", ComputeType.FLOAT32)
     options = TranslateOptions(beam=beams, length_penalty=alpha)
     ours = [t.text for t in translator.translate(lines, options)]
-    expected = _generate(hf, lines, beams, alpha, imported.card)
+    expected, _ = generate(*hf, lines, beams, alpha, imported.card)
     same = sum(a == b for a, b in zip(ours, expected, strict=True))
     assert len(set(expected)) > 500  # outputs that differ, from a model that learnt something
     assert same >= 0.99 * len(lines), [(a, b) for a, b in zip(ours, expected) if a != b][:3]

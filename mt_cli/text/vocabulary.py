@@ -23,6 +23,8 @@ from mt_cli.errors import CheckpointError
 from mt_cli.specials import FIRST_WORD_ID, SPECIAL_PIECES, TAG_PATTERN, UNK_ID
 from mt_cli.text.pieces import Tokenizer, load_processor, sampling_options, text_ids
 
+_SPACE = "\u2581"  # SentencePiece's word boundary, "▁"
+
 
 class VocabularyTokenizer(Tokenizer):
     """SentencePiece cuts, ``vocabulary`` numbers: id i is ``vocabulary[i]``; a piece cut by
@@ -79,8 +81,12 @@ class VocabularyTokenizer(Tokenizer):
         return [self.to_ids(one) for one in pieces]
 
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
-        # SentencePiece joins the pieces; one it does not know (UNK's "<unk>" included) shows as " ⁇ ".
-        return [self.sp.decode(self.to_pieces(text_ids(seq))) for seq in ids]
+        """Text as MarianTokenizer's ``batch_decode(..., skip_special_tokens=True)`` writes it
+        (``convert_tokens_to_string``): SentencePiece joins the pieces, and a piece it does not know,
+        which it passes through raw (a source-side piece of a shared vocabulary, ``▁Hund``), has its
+        ``▁`` turned into spaces; the text is stripped. One difference: <unk> shows as "⁇" (as in
+        every mt model) where MarianTokenizer drops it."""
+        return [self.sp.decode(self.to_pieces(text_ids(seq))).replace(_SPACE, " ").strip() for seq in ids]
 
 
 def read_vocabulary(path: Path) -> list[str]:
