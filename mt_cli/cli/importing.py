@@ -39,9 +39,12 @@ def import_model(
 ) -> None:
     """Import a Marian model as an mt run: translate, eval, serve, export and fine-tune it like any run.
 
-    Exit codes: 2 for a source mt cannot import (a missing or corrupt file, another model type, a
-    vocabulary that does not fit the weights), 3 when the hub is unreachable and the model is not
-    in the cache. A failed import leaves no run directory.
+    Exit codes: 2 for a source mt cannot import (a missing or corrupt file, another model type,
+    weights or a tokenizer that do not fit the config, NaN weights) or a --run that cannot be
+    written (checked first), 3 when the hub is unreachable or does not answer in time
+    (HF_HUB_ETAG_TIMEOUT) and the model is not in the cache. A failed import leaves no run
+    directory. In float32 the run translates as transformers' generate does; in bf16 outputs can
+    differ.
     """
     from mt_cli.pretrained.importing import import_model as run_import
 

@@ -15,16 +15,18 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mt_cli.checkpoint import Checkpoint
 from mt_cli.config.card import ModelCard, ParentCard
 from mt_cli.config.recipe import config_to_dict, save_config
 from mt_cli.config.rules import check_recipe
 from mt_cli.config.sections import Config, CorpusConfig, DataConfig, DecodeConfig, TokenizerConfig
-from mt_cli.disk.files import atomic_write_bytes, writing
+from mt_cli.disk.files import atomic_write_bytes, unwritable, writing
 from mt_cli.disk.layout import RunDir, tokenizer_file, vocabulary_file
-from mt_cli.errors import CheckpointError, ConfigError
+from mt_cli.errors import CheckpointError, ConfigError, InputError
 from mt_cli.pretrained.marian import MarianImport, convert_marian
+from mt_cli.pretrained.marian_config import count, number
 from mt_cli.pretrained.marian_vocab import language_code, mt_pieces
 from mt_cli.pretrained.saved import SavedMarian, read_saved
 from mt_cli.pretrained.source import locate
@@ -85,6 +87,7 @@ def import_model(
     """``mt import``: the model ``spec`` names as the new run ``run_dir`` (``convert``, then written)."""
     run = RunDir(run_dir)
     _check_new(run)
+    _check_writable(run)
     converted = convert(spec, src_lang, tgt_lang, str(run_dir))
     _write(run, converted)
     return converted
@@ -95,6 +98,19 @@ def _check_new(run: RunDir) -> None:
         raise CheckpointError(f"{run.root} is a file; give a new directory for --run")
     if run.root.is_dir() and any(run.root.iterdir()):
         raise CheckpointError(f"{run.root} already exists and is not empty; import into a new --run")
+
+
+def _check_writable(run: RunDir) -> None:
+    """The directory the run is made in (its nearest existing ancestor) takes new entries: an
+    InputError (exit 2) before the work, not a failure to write (exit 3) after it."""
+    place = run.root.parent
+    while not place.exists():
+        place = place.parent
+    if not place.is_dir():
+        raise InputError(f"--run {run.root}: {place} is a file; give a directory for the run")
+    reason = unwritable(place)
+    if reason is not None:
+        raise InputError(f"--run {run.root}: directory {place} is not writable ({reason}); import elsewhere")
 
 
 def _converted(saved: SavedMarian) -> MarianImport:
@@ -154,16 +170,26 @@ def recipe(
     tokenizer = TokenizerConfig(
         src_vocab_size=converted.src_vocab_size, tgt_vocab_size=converted.tgt_vocab_size, imported=True
     )
-    decode = DecodeConfig(
-        beam_size=int(saved.generation.get("num_beams", DecodeConfig.beam_size)),
-        length_penalty=float(saved.generation.get("length_penalty", DecodeConfig.length_penalty)),
-    )
-    cfg = Config(run_dir or Config.run_dir, data, tokenizer, converted.model, decode=decode)
+    cfg = Config(run_dir or Config.run_dir, data, tokenizer, converted.model, decode=decoding(saved))
     try:
         check_recipe(cfg)
     except ConfigError as err:
         raise ConfigError(f"cannot import as an mt run: {err}") from None
     return cfg
+
+
+def decoding(saved: SavedMarian) -> DecodeConfig:
+    """generation_config.json's ``num_beams`` and ``length_penalty`` (mt's defaults for those it
+    leaves out); a ConfigError naming the key for a value that is not a number."""
+    defaults = {"num_beams": DecodeConfig.beam_size, "length_penalty": DecodeConfig.length_penalty}
+
+    def get(key: str) -> Any:
+        return saved.generation[key] if key in saved.generation else defaults[key]
+
+    file = "generation_config.json"
+    return DecodeConfig(
+        beam_size=count(get, "num_beams", file=file), length_penalty=number(get, "length_penalty", file=file)
+    )
 
 
 def _write(run: RunDir, converted: Converted) -> None:

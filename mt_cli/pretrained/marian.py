@@ -1,8 +1,9 @@
 """Import a Hugging Face Marian checkpoint (config.json + state dict) as mt's model.
 
-``convert_marian`` runs the three steps: ``marian_config`` reads the config (refusing what mt
-cannot represent), ``marian_vocab`` renumbers the vocabulary into mt's special ids, and
-``marian_weights`` maps the tensors. The result builds an ordinary ``Transformer``: no wrapper
+``convert_marian`` runs the steps: ``marian_config`` reads the config (refusing what mt cannot
+represent), ``marian_checks`` checks the weights against it (shapes, layers, finite floating-point
+values), ``marian_vocab`` renumbers the vocabulary into mt's special ids, and ``marian_weights``
+maps the tensors. The result builds an ordinary ``Transformer``: no wrapper
 around transformers, which is needed only by whoever reads the files (safetensors or torch).
 """
 
@@ -17,6 +18,7 @@ from torch import Tensor
 
 from mt_cli.config.sections import ModelConfig
 from mt_cli.model.transformer import Transformer, build_model
+from mt_cli.pretrained.marian_checks import check_weights
 from mt_cli.pretrained.marian_config import marian_spec
 from mt_cli.pretrained.marian_vocab import mt_order
 from mt_cli.pretrained.marian_weights import Weights, mt_state_dict
@@ -54,6 +56,7 @@ def convert_marian(
     A ``ConfigError`` or ``CheckpointError`` (one line) for what cannot be imported.
     """
     spec = marian_spec(config)
+    check_weights(weights, spec)
     model = spec.model
     bias = weights.get("final_logits_bias")  # transformers reads a missing one as zeros
     if bias is None or not bias.any():

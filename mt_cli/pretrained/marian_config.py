@@ -15,6 +15,7 @@ Ids stay Marian's here (OPUS-MT: </s> 0, <unk> 1, pad = vocabulary size - 1, no 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +95,7 @@ def marian_spec(config: Mapping[str, Any]) -> MarianSpec:
         activation=activation(get),
         norm_first=False,
         **embeddings(get, src_vocab, tgt_vocab),
-        max_positions=int(get("max_position_embeddings")),
+        max_positions=count(get, "max_position_embeddings"),
         output_bias=True,
     )
     check_model(model)
@@ -102,9 +103,9 @@ def marian_spec(config: Mapping[str, Any]) -> MarianSpec:
         model,
         src_vocab,
         tgt_vocab,
-        pad_id=int(get("pad_token_id")),
-        eos_id=_one_id(get("eos_token_id"), "eos_token_id"),
-        decoder_start_id=int(get("decoder_start_token_id")),
+        pad_id=count(get, "pad_token_id", minimum=0),
+        eos_id=_one_id(get, "eos_token_id"),
+        decoder_start_id=count(get, "decoder_start_token_id", minimum=0),
     )
 
 
@@ -150,17 +151,17 @@ def sizes(get: Getter) -> dict[str, int]:
                 "mt's encoder and decoder have the same width"
             )
     return {
-        "d_model": int(get("d_model")),
-        "n_heads": int(get("encoder_attention_heads")),
-        "d_ff": int(get("encoder_ffn_dim")),
-        "encoder_layers": int(get("encoder_layers")),
-        "decoder_layers": int(get("decoder_layers")),
+        "d_model": count(get, "d_model"),
+        "n_heads": count(get, "encoder_attention_heads"),
+        "d_ff": count(get, "encoder_ffn_dim"),
+        "encoder_layers": count(get, "encoder_layers"),
+        "decoder_layers": count(get, "decoder_layers"),
     }
 
 
 def rates(get: Getter) -> dict[str, float]:
     """The dropout rates, for fine-tuning (inference ignores them)."""
-    return {name: float(get(name)) for name in ("dropout", "attention_dropout", "activation_dropout")}
+    return {name: number(get, name) for name in ("dropout", "attention_dropout", "activation_dropout")}
 
 
 def activation(get: Getter) -> str:
@@ -174,15 +175,16 @@ def activation(get: Getter) -> str:
 
 def vocabulary_sizes(get: Getter) -> tuple[int, int]:
     """(encoder, decoder) vocabulary sizes; a shared embedding uses vocab_size for both (as transformers)."""
-    src = int(get("vocab_size"))
-    tgt = src if get("share_encoder_decoder_embeddings") else int(get("decoder_vocab_size") or src)
-    return src, tgt
+    src = count(get, "vocab_size")
+    if flag(get, "share_encoder_decoder_embeddings") or get("decoder_vocab_size") is None:
+        return src, src
+    return src, count(get, "decoder_vocab_size")
 
 
 def embeddings(get: Getter, src_vocab: int, tgt_vocab: int) -> dict[str, bool]:
     """One table for both sides (OPUS-MT's shared vocabulary) or two; the output tied to the
     target table or not; scaled by sqrt(d_model) or not. mt represents every combination."""
-    shared = bool(get("share_encoder_decoder_embeddings"))
+    shared = flag(get, "share_encoder_decoder_embeddings")
     if shared and get("decoder_vocab_size") not in (None, src_vocab):
         raise ConfigError(
             f"cannot import share_encoder_decoder_embeddings: true with decoder_vocab_size="
@@ -190,14 +192,45 @@ def embeddings(get: Getter, src_vocab: int, tgt_vocab: int) -> dict[str, bool]:
         )
     return {
         "share_embeddings": shared,
-        "tie_output": bool(get("tie_word_embeddings")),
-        "scale_embeddings": bool(get("scale_embedding")),
+        "tie_output": flag(get, "tie_word_embeddings"),
+        "scale_embeddings": flag(get, "scale_embedding"),
     }
 
 
-def _one_id(value: Any, key: str) -> int:
+def _one_id(get: Getter, key: str) -> int:
+    value = get(key)
     if isinstance(value, list):  # transformers allows several end ids; mt ends on one
         if len(value) != 1:
             raise ConfigError(f"cannot import {key}={value}: mt ends a sentence on one id")
         value = value[0]
-    return int(value)
+    return _integer(value, key, minimum=0)
+
+
+def count(get: Getter, key: str, minimum: int = 1, file: str = "config.json") -> int:
+    """An integer key of ``file`` (a size, an id, a beam), at least ``minimum``; a ConfigError
+    naming it otherwise (null, text, a fraction, true)."""
+    return _integer(get(key), key, minimum, file)
+
+
+def _integer(value: Any, key: str, minimum: int, file: str = "config.json") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(
+            f"cannot import {file}'s {key}: {json.dumps(value)} (an integer of at least {minimum} is needed)"
+        )
+    return value
+
+
+def number(get: Getter, key: str, file: str = "config.json") -> float:
+    """A number key of ``file`` (a rate, a penalty); a ConfigError naming it for anything else."""
+    value = get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"cannot import {file}'s {key}: {json.dumps(value)} (a number is needed)")
+    return float(value)
+
+
+def flag(get: Getter, key: str) -> bool:
+    """A true/false key; a ConfigError naming it for anything else ("false" as text is not false)."""
+    value = get(key)
+    if not isinstance(value, bool):
+        raise ConfigError(f"cannot import config.json's {key}: {json.dumps(value)} (true or false is needed)")
+    return value

@@ -17,8 +17,8 @@ names), with two renumberings:
 
 Marian's separate q/k/v projections are fused into mt's ``qkv`` (self) and ``kv`` (cross): both lay
 each part out head by head, so concatenating is all it takes. Position tables are not weights in
-either model and are ignored. A missing or misshapen tensor, or one no mt parameter takes, is a
-``CheckpointError`` naming it.
+either model and are ignored. A missing tensor, or one no mt parameter takes, is a ``CheckpointError``
+naming it (``marian_checks`` has checked the shapes and values of the others before).
 """
 
 from __future__ import annotations
@@ -80,9 +80,8 @@ def mt_state_dict(
         out |= decoder_layer_weights(read, f"model.decoder.layers.{i}", f"decoder.{i}", inverse)
     if extra := read.unread():
         more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
-        raise CheckpointError(
-            f"the Marian weights hold {', '.join(extra[:3])}{more}, which mt's model has no place for"
-        )
+        named = ", ".join(name if name.isprintable() else repr(name) for name in extra[:3])
+        raise CheckpointError(f"the Marian weights hold {named}{more}, which mt's model has no place for")
     return out
 
 
@@ -96,21 +95,19 @@ def embedding_weights(
     src = read("model.encoder.embed_tokens.weight", *shared)  # (V_src, D)
     tgt = read("model.decoder.embed_tokens.weight", *shared)  # (V_tgt, D)
     out = {
-        "src_embed.weight": _rows(_vocabulary(src, spec.src_vocab_size, "encoder"), src_order)[:, inverse],
-        "tgt_embed.weight": _rows(_vocabulary(tgt, spec.tgt_vocab_size, "decoder"), tgt_order)[:, inverse],
+        "src_embed.weight": _rows(src, src_order)[:, inverse],
+        "tgt_embed.weight": _rows(tgt, tgt_order)[:, inverse],
     }
     if m.share_embeddings:
         if not _same_order(src_order, tgt_order):
             raise CheckpointError("a shared embedding needs one vocabulary order for both sides")
         out["src_embed.weight"] = out["tgt_embed.weight"]  # one Parameter in mt's model
     tied = ("model.decoder.embed_tokens.weight", *shared) if m.tie_output else ()
-    lm_head = _vocabulary(read("lm_head.weight", *tied), spec.tgt_vocab_size, "output")  # (V_tgt, D)
+    lm_head = read("lm_head.weight", *tied)  # (V_tgt, D)
     out["output.weight"] = out["tgt_embed.weight"] if m.tie_output else _rows(lm_head, tgt_order)[:, inverse]
     if m.output_bias:
         bias = read("final_logits_bias")  # (1, V_tgt)
-        out["output.bias"] = _rows(_vocabulary(bias.reshape(-1, 1), spec.tgt_vocab_size, "bias"), tgt_order)[
-            :, 0
-        ]
+        out["output.bias"] = _rows(bias.reshape(-1, 1), tgt_order)[:, 0]
     return out
 
 
@@ -172,16 +169,6 @@ def feed_forward_weights(read: _Reader, hf: str, mt: str, inverse: Tensor) -> We
 def layer_norm_weights(read: _Reader, hf: str, mt: str, inverse: Tensor) -> Weights:
     # Mean and variance do not depend on the order of the dims: only the affine part moves.
     return {f"{mt}.weight": read(f"{hf}.weight")[inverse], f"{mt}.bias": read(f"{hf}.bias")[inverse]}
-
-
-def _vocabulary(matrix: Tensor, size: int, what: str) -> Tensor:
-    """``matrix`` (V, D) after checking that V is the config's vocabulary size."""
-    if matrix.shape[0] != size:
-        raise CheckpointError(
-            f"the Marian {what} weights have {matrix.shape[0]} rows but config.json says a vocabulary of "
-            f"{size}; the weights and config.json do not belong together"
-        )
-    return matrix
 
 
 def _rows(matrix: Tensor, order: Tensor | None) -> Tensor:
