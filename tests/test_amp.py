@@ -1,46 +1,52 @@
-"""train/amp.py: ``train.amp: auto`` on a CPU chooses by measurement and leaves no trace."""
+"""train/amp.py: ``train.amp: auto`` on a CPU trains its first updates in both precisions and
+keeps the one measured faster; a fixed precision never changes."""
 
 from __future__ import annotations
 
 import torch
-from helpers import random_model
 
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.train import amp
-from mt_cli.train.amp import measured_cpu_amp, synthetic_batch
+from mt_cli.train.amp import Precision
+
+TRIAL = 2 * (amp.WARMUP + amp.TIMED)
 
 
-def test_the_synthetic_batch_fills_the_token_budget_with_real_pieces() -> None:
-    model = random_model()
-    batch = synthetic_batch(model, 960)
-    assert batch.n_sentences == 960 // (2 * amp.LENGTH)
-    assert batch.src_tokens + batch.tgt_tokens == batch.n_sentences * (2 * amp.LENGTH - 1)
-    assert int(batch.src.min()) >= 4 and int(batch.src.max()) < model.src_embed.num_embeddings
-
-
-def test_the_measurement_changes_no_weight_gradient_or_random_draw() -> None:
-    model = random_model()
-    weights = {name: value.clone() for name, value in model.state_dict().items()}
-    torch.manual_seed(7)
-    expected_draw = torch.rand(3)
-    torch.manual_seed(7)
+def run_trial(
+    seconds: dict[torch.dtype | None, float], warmup_seconds: float = 0.0
+) -> tuple[Precision, list]:
+    """A trial whose updates of 1,000 tokens take ``seconds[dtype]`` (the warm-up ones
+    ``warmup_seconds``); the dtypes it ran, in order."""
     logged: list[str] = []
-    measured_cpu_amp(model, 256, Distributed(), logged.append)
-    assert torch.equal(torch.rand(3), expected_draw)  # the run's dropout stream is untouched
-    assert all(p.grad is None for p in model.parameters())
-    assert all(torch.equal(value, weights[name]) for name, value in model.state_dict().items())
-    assert len(logged) == 1 and "ms in bf16" in logged[0] and "ms in fp32" in logged[0]
+    precision = Precision(torch.bfloat16, True, Distributed(), logged.append)
+    ran = []
+    for update in range(TRIAL):
+        dtype = precision.current()
+        ran.append(dtype)
+        took = warmup_seconds if update < 2 * amp.WARMUP else seconds[dtype]
+        assert precision.record(took, 1000) == (update == TRIAL - 1)  # decided at the trial's last update
+    assert len(logged) == 1
+    return precision, ran
 
 
-def test_bf16_is_chosen_only_where_it_is_measured_faster_by_the_margin(monkeypatch) -> None:
-    def timings(bf16: float, fp32: float):
-        def seconds_per_update(model, batch, dtype):
-            return lambda: bf16 if dtype is torch.bfloat16 else fp32
+def test_a_fixed_precision_is_never_measured() -> None:
+    for dtype in (None, torch.bfloat16):
+        precision = Precision(dtype, False, Distributed(), lambda message: None)
+        assert not any(precision.record(1.0, 1000) for _ in range(3 * TRIAL))
+        assert precision.current() is dtype and precision.dtype is dtype
 
-        return seconds_per_update
 
-    model, logged = random_model(), []
-    for bf16, fp32, chosen in ((0.5, 1.0, torch.bfloat16), (1.0, 0.8, None), (1.0, 1.05, None)):
-        monkeypatch.setattr(amp, "seconds_per_update", timings(bf16, fp32))
-        assert measured_cpu_amp(model, 256, Distributed(), logged.append) == chosen
-    assert logged[1].endswith("training in fp32") and logged[0].endswith("training in bf16")
+def test_the_trial_alternates_and_keeps_bf16_only_where_it_is_faster_by_the_margin() -> None:
+    precision, ran = run_trial({torch.bfloat16: 0.5, None: 1.0})
+    assert ran == [torch.bfloat16, None] * (TRIAL // 2)  # both precisions see the same mix of batches
+    assert precision.dtype is torch.bfloat16 and not precision.deciding
+    assert all(precision.current() is torch.bfloat16 for _ in range(3))
+    for bf16, fp32 in ((1.0, 0.8), (1.0, 1.05)):  # slower, and faster by less than MARGIN
+        precision, _ = run_trial({torch.bfloat16: bf16, None: fp32})
+        assert precision.dtype is None and precision.current() is None
+
+
+def test_the_warm_up_updates_are_not_timed() -> None:
+    # A new shape's kernels are built in the first updates: a slow start must not decide.
+    precision, _ = run_trial({torch.bfloat16: 0.5, None: 1.0}, warmup_seconds=100.0)
+    assert precision.dtype is torch.bfloat16

@@ -17,6 +17,7 @@ import torch
 from marian_models import fine_tune_recipe, generate, multi30k, save_marian
 
 from mt_cli.config.options import TranslateOptions
+from mt_cli.decode.hypotheses import output_limit
 from mt_cli.decode.translator import Translator
 from mt_cli.errors import EXIT_FAILURE, EXIT_USAGE
 from mt_cli.pretrained.importing import import_model
@@ -248,11 +249,27 @@ def test_everything_that_takes_a_run_takes_an_import(imported: TrainedModel, tmp
     (tmp_path / "ref.en").write_text(
         "\n".join(multi30k("test_2016_flickr", "en")[:20]) + "\n", encoding="utf-8"
     )
-    expected = [t.text for t in Translator.of(imported, "cpu", ComputeType.FLOAT32).translate(lines)]
+    ours = Translator.of(imported, "cpu", ComputeType.FLOAT32)
+    translations = ours.translate(lines)
+    expected = [t.text for t in translations]
+    # Where mt's best runs to its length limit, mt scores a forced EOS and CTranslate2 stops
+    # (tests/test_export_ctranslate2.py): a random model's runaways are compared in mt only.
+    dec, positions = ours.card.decode, ours.card.model.max_positions
+    sources = ours.encode_sources(lines, warn=lambda message: None)
+    ended = [
+        i
+        for i, (ids, found) in enumerate(zip(sources, translations, strict=True))
+        if len(found.best.tokens) < output_limit(len(ids), dec.max_len_a, dec.max_len_b, positions) - 1
+    ]
+    assert len(ended) >= len(lines) // 2
     for engine in ("mt", "ctranslate2"):
         found = _mt("translate", "--run", run, "-i", str(tmp_path / "src.de"), "--engine", engine,
                     "--compute-type", "float32")  # fmt: skip
-        assert found.returncode == 0 and found.stdout.splitlines() == expected, found.stderr
+        assert found.returncode == 0, found.stderr
+        if engine == "mt":
+            assert found.stdout.splitlines() == expected
+        else:
+            assert [found.stdout.splitlines()[i] for i in ended] == [expected[i] for i in ended]
     ensemble = _mt("translate", "--run", run, "--ensemble", run, "-i", str(tmp_path / "src.de"),
                    "--compute-type", "float32")  # fmt: skip
     assert ensemble.returncode == 0 and ensemble.stdout.splitlines() == expected, ensemble.stderr

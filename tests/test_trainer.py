@@ -29,6 +29,7 @@ from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError, TrainingError
 from mt_cli.model.loss import token_loss
 from mt_cli.runtime.distributed import Distributed
+from mt_cli.train import amp
 from mt_cli.train.optim import learning_rate
 from mt_cli.train.run import train
 from mt_cli.train.trainer import Trainer
@@ -357,3 +358,25 @@ def test_closing_test_scores_equal_mt_eval_of_the_same_checkpoint(data_dir, tmp_
         ).evaluation
         assert evaluation.scores.bleu == report["scores"][name]["bleu"], name
         assert evaluation.scores.chrf == report["scores"][name]["chrf"], name
+
+
+def test_amp_auto_on_a_cpu_with_bf16_trains_in_both_then_in_the_faster(
+    tiny_config_path, tiny_corpus, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr("mt_cli.runtime.device.cpu_has_native_bf16", lambda: True)
+    trial = 2 * (amp.WARMUP + amp.TIMED)
+    cfg = load_config(tiny_config_path, [*FAST_TRAINING, "train.amp=auto", f"train.max_steps={trial + 2}"])
+    logged: list[str] = []
+    data = tiny_corpus.training_data(cfg)
+    (tmp_path / "run").mkdir()
+    trainer = Trainer(cfg, RunDir(tmp_path / "run"), data, Distributed(), log=logged.append)
+    assert trainer.precision.deciding and trainer.validator.dtype is None  # validates as `mt eval` does
+    ran = []
+    update = trainer.update
+    monkeypatch.setattr(
+        trainer, "update", lambda batches: (ran.append(trainer.precision.current()), update(batches))[1]
+    )
+    trainer.fit()
+    assert ran[:trial] == [torch.bfloat16, None] * (trial // 2)
+    assert ran[trial:] == [trainer.precision.dtype] * 2 and not trainer.precision.deciding
+    assert sum("tokens/s in bf16" in line for line in logged) == 1

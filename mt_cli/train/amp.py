@@ -1,89 +1,69 @@
-"""``train.amp: auto`` on a CPU: the precision that updates this model faster here, measured.
+"""``train.amp: auto`` on a CPU: the precision that trains this run faster here, measured on its
+own first updates.
 
-A CPU with native bf16 (AVX512-BF16, AMX) runs bf16 matrix products in hardware, but whether a
-whole update is faster in bf16 depends on more than the instruction set: the casts, the dropout
-draws and the kernels' choices for the run's shapes. On 2-core AMD Zen 4/5 an update of the default
-recipe is 1.2-1.5x faster in bf16; on a 2-core Intel Xeon with AMX (family 6 model 207) the same
-recipe trained at 5.5-6.3k tokens/s in bf16 against 7.2-7.4k in fp32. So ``auto`` times forward and
-backward passes of the run's own model on a synthetic batch of the run's token budget in both, and
-keeps bf16 only where it is at least ``MARGIN`` faster: fp32 is the more exact of the two.
-
-The measurement draws its dropout masks from a forked RNG and clears the gradients it made, so the
-run trains as it would have without it; under DDP the ranks vote, so all train in one precision.
+A CPU with native bf16 (AVX512-BF16, AMX) runs bf16 matrix products in hardware, but whether an
+update is faster in bf16 depends on more than the instruction set: the casts, the dropout draws,
+and the kernels the run's many batch shapes get. On 2-core AMD Zen 4/5 an update of the default
+recipe is 1.5-2x as fast in bf16; on a 2-core Intel Xeon with AMX it was no faster (5.3k against
+5.4k tokens/s), and on another 5.5-6.3k against 7.2-7.4k. A probe on one synthetic batch said
+1.8x on that first Xeon: only the run's real batches tell. So ``auto`` trains its first updates
+alternately in bf16 and fp32 (each precision's first ``WARMUP`` untimed), times the next
+``TIMED`` of each, and keeps bf16 only where it trains at least ``MARGIN`` times as many tokens a
+second: fp32 is the more exact of the two. Under DDP the ranks vote, so all go on in one precision.
+Mixed precision only changes how products are computed, so the trial's updates are ordinary
+updates of the run; a resumed run measures again.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
-from torch import nn
 
-from mt_cli.data.batch import Batch, collate
-from mt_cli.model.loss import token_loss
-from mt_cli.runtime.device import autocast
 from mt_cli.runtime.distributed import Distributed
 
-MARGIN = 1.10  # bf16 must take at most 1/MARGIN of fp32's time per update to be chosen
-LENGTH = 24  # pieces per synthetic sentence, on each side: a Multi30k caption's length
-ROUNDS = 3  # timed passes per precision, interleaved, after one untimed pass of each
+MARGIN = 1.10  # bf16 must train at least this many times fp32's tokens a second to be kept
+WARMUP = 4  # untimed updates of each precision first: new shapes' kernels, the allocator's pools
+TIMED = 10  # timed updates of each precision, alternating, so both see the same mix of shapes
+CANDIDATES: tuple[torch.dtype | None, ...] = (torch.bfloat16, None)  # None: fp32
 
 
-def synthetic_batch(model: nn.Module, max_tokens: int) -> Batch:
-    """A batch of random pieces filling ``max_tokens`` (source + target) with sentences of LENGTH."""
-    generator = torch.Generator().manual_seed(0)
-    sentences = max(1, max_tokens // (2 * LENGTH))
-    src_vocab, tgt_vocab = model.src_embed.num_embeddings, model.tgt_embed.num_embeddings
-    first = 4  # past the special ids: real pieces
-    src = torch.randint(first, src_vocab, (sentences, LENGTH), generator=generator).tolist()
-    tgt = torch.randint(first, tgt_vocab, (sentences, LENGTH), generator=generator).tolist()
-    return collate(src, tgt)
+class Precision:
+    """The autocast dtype of each update: fixed, or (``trial``) alternating until measured."""
 
+    def __init__(self, dtype: torch.dtype | None, trial: bool, dist: Distributed, log: Callable[[str], None]):
+        self.dtype, self.deciding, self.dist, self.log = dtype, trial, dist, log
+        self.updates = 0
+        self.seconds = {candidate: 0.0 for candidate in CANDIDATES}
+        self.tokens = {candidate: 0 for candidate in CANDIDATES}
 
-def seconds_per_update(model: nn.Module, batch: Batch, dtype: torch.dtype | None) -> Callable[[], float]:
-    """A function timing one forward and backward pass of ``model`` on ``batch`` in ``dtype``."""
-    device = torch.device("cpu")
+    def current(self) -> torch.dtype | None:
+        """The dtype the next update runs in."""
+        return CANDIDATES[self.updates % 2] if self.deciding else self.dtype
 
-    def timed() -> float:
-        start = time.perf_counter()
-        with autocast(device, dtype):
-            logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-            loss = token_loss(logits, batch.tgt_out, 0.1)
-        loss.backward()
-        elapsed = time.perf_counter() - start
-        model.zero_grad(set_to_none=True)
-        return elapsed
+    def record(self, seconds: float, tokens: int) -> bool:
+        """Count an update of ``tokens`` that took ``seconds`` in ``current()``; True when that
+        completes the trial and ``dtype`` is the choice from now on."""
+        if not self.deciding:
+            return False
+        if self.updates >= 2 * WARMUP:
+            ran = self.current()
+            self.seconds[ran] += seconds
+            self.tokens[ran] += tokens
+        self.updates += 1
+        if self.updates < 2 * (WARMUP + TIMED):
+            return False
+        self.deciding = False
+        self.dtype = self._decide()
+        return True
 
-    return timed
-
-
-def measured_cpu_amp(
-    model: nn.Module, max_tokens: int, dist: Distributed, log: Callable[[str], None]
-) -> torch.dtype | None:
-    """bf16 or None (fp32) for ``train.amp: auto`` on a CPU with native bf16, by measurement."""
-    batch = synthetic_batch(model, max_tokens)
-    passes = {
-        None: seconds_per_update(model, batch, None),
-        torch.bfloat16: seconds_per_update(model, batch, torch.bfloat16),
-    }
-    times: dict[torch.dtype | None, list[float]] = {dtype: [] for dtype in passes}
-    was_training = model.training
-    model.train()
-    with torch.random.fork_rng(devices=[]):
-        for timed in passes.values():
-            timed()  # the first pass of each builds its kernels' plans: not timed
-        for _ in range(ROUNDS):
-            for dtype, timed in passes.items():
-                times[dtype].append(timed())
-    model.train(was_training)
-    fp32, bf16 = statistics.median(times[None]), statistics.median(times[torch.bfloat16])
-    faster_in_bf16 = bf16 * MARGIN <= fp32
-    votes = dist.sum(int(faster_in_bf16))
-    chosen = torch.bfloat16 if 2 * votes > dist.world_size else None
-    log(
-        f"train.amp auto: a {max_tokens}-token update took {1000 * bf16:.0f} ms in bf16 and "
-        f"{1000 * fp32:.0f} ms in fp32 on this CPU; training in {'bf16' if chosen else 'fp32'}"
-    )
-    return chosen
+    def _decide(self) -> torch.dtype | None:
+        rate = {dtype: self.tokens[dtype] / max(self.seconds[dtype], 1e-9) for dtype in CANDIDATES}
+        bf16, fp32 = rate[torch.bfloat16], rate[None]
+        votes = self.dist.sum(int(bf16 >= MARGIN * fp32))
+        chosen = torch.bfloat16 if 2 * votes > self.dist.world_size else None
+        self.log(
+            f"train.amp auto: {TIMED} updates each trained {bf16:,.0f} tokens/s in bf16 and {fp32:,.0f} "
+            f"in fp32 on this CPU; training on in {'bf16' if chosen else 'fp32'}"
+        )
+        return chosen

@@ -30,11 +30,11 @@ from mt_cli.errors import CheckpointError
 from mt_cli.model.flops import training_flops
 from mt_cli.model.loss import token_loss
 from mt_cli.model.transformer import build_model, count_parameters
-from mt_cli.runtime.device import amp_dtype, autocast, resolve_device
+from mt_cli.runtime.device import amp_dtype, autocast, inference_dtype, resolve_device
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.runtime.flops import peak_flops
 from mt_cli.runtime.precision import ComputeType, amp_compute_type
-from mt_cli.train.amp import measured_cpu_amp
+from mt_cli.train.amp import Precision
 from mt_cli.train.optim import learning_rate, make_optimizer
 from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, epoch_bar, restore_rng
 from mt_cli.train.validation import Validator
@@ -53,7 +53,8 @@ class Trainer:
         tc = cfg.train
         self.device = dist.device(resolve_device(tc.device))
         self.model = build_model(cfg.model, data.src_tok.vocab_size, data.tgt_tok.vocab_size).to(self.device)
-        self.dtype = self.choose_precision()
+        self.precision = self.choose_precision()
+        self.dtype = self.precision.dtype  # the training precision (a candidate while a trial runs)
         freeze(self.model, tc.freeze)  # before the optimizer and DDP, which both leave frozen ones out
         self.optimizer = make_optimizer(self.model, tc)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
@@ -63,7 +64,11 @@ class Trainer:
         self.loader = EpochLoader(self.plan, cfg.data.workers, tc.seed)
         self.data_wait = 0.0  # seconds the loop has waited for batches
         self.window = Throughput(None)  # the current log interval's throughput (set up by fit)
-        self.validator = Validator(cfg, run, data, self.device, self.dtype, log)
+        # A trial's validation computes as `mt eval` does, not in a precision chosen by a timing.
+        validation_dtype = (
+            inference_dtype(self.device, ComputeType.DEFAULT) if self.precision.deciding else self.dtype
+        )
+        self.validator = Validator(cfg, run, data, self.device, validation_dtype, log)
         board = run.tensorboard if tc.tensorboard else None
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main, tensorboard=board)
         self.stop_signal: str | None = None
@@ -71,13 +76,18 @@ class Trainer:
         self.ddp = dist.wrap(self.model)  # the model itself when not distributed
         self.forward = torch.compile(self.ddp) if tc.compile else self.ddp
 
-    def choose_precision(self) -> torch.dtype | None:
-        """``train.amp``'s dtype; ``auto`` on a CPU with native bf16 is measured (``amp``)."""
+    def choose_precision(self) -> Precision:
+        """``train.amp``'s dtype; ``auto`` on a CPU with native bf16 is a trial (``amp``)."""
         tc = self.cfg.train
         dtype = amp_dtype(self.device, tc.amp)
-        if dtype is None or self.device.type != "cpu" or amp_compute_type(tc.amp) is not ComputeType.DEFAULT:
-            return dtype
-        return measured_cpu_amp(self.model, tc.max_tokens, self.dist, self.log)
+        auto = amp_compute_type(tc.amp) is ComputeType.DEFAULT
+        trial = auto and dtype is not None and self.device.type == "cpu"
+        return Precision(dtype, trial, self.dist, self.log)
+
+    def describe_precision(self) -> str:
+        if self.precision.deciding:
+            return "bf16 or fp32 (train.amp auto: timed on the first updates)"
+        return str(self.dtype or torch.float32)
 
     # ---- checkpoints -------------------------------------------------------------------
     def save_last(self) -> None:
@@ -137,7 +147,7 @@ class Trainer:
         for i, batch in enumerate(batches):
             b = batch.to(self.device)
             with nullcontext() if i == len(batches) - 1 else self.dist.no_sync(self.ddp):
-                with autocast(self.device, self.dtype):
+                with autocast(self.device, self.precision.current()):
                     logits = self.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask)  # (B, T, V)
                     loss = token_loss(logits, b.tgt_out, tc.label_smoothing)  # summed over tokens
                 # DDP averages gradients over ranks; scale so the result is a per-token mean.
@@ -204,7 +214,7 @@ class Trainer:
         per_epoch = self.plan.length()
         self.log(
             f"model: {count_parameters(self.model) / 1e6:.2f}M parameters | device {self.device} | "
-            f"precision {self.dtype or torch.float32} | "
+            f"precision {self.describe_precision()} | "
             + (f"{per_epoch} batches per epoch" if per_epoch else "batches per epoch vary")
             + (f" per rank ({self.dist.world_size} ranks)" if self.dist.world_size > 1 else "")
         )
@@ -246,10 +256,15 @@ class Trainer:
         try:
             for batches in self.epoch_updates():
                 applied_before = p.step
+                started = time.perf_counter()
                 loss, grad_norm = self.update(batches)
+                seconds = time.perf_counter() - started
                 p.batch_in_epoch += len(batches)
                 p.elapsed = time.perf_counter() - clock
                 tokens = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
+                if self.precision.record(seconds, tokens):
+                    self.dtype = self.precision.dtype
+                    self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)
                 flops = sum(self.flops(b) for b in batches)
                 epoch.add(tokens, flops)
                 window.add(tokens, flops)
