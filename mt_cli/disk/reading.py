@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from mt_cli.errors import DataError, InputError
+from mt_cli.errors import DataError, InputError, MtError
 
 UTF16_SAMPLE = 4096  # bytes of a text looked at for UTF-16
 UTF16_NULS = 16  # UTF-16 without a mark: NULs in one byte of at least 1 in 16 two-byte units (spaces do)
@@ -136,15 +136,19 @@ def read_lines(path: str | Path) -> list[str]:
     """
     path = Path(path)
     with open_bytes(path) as handle:
-        raw = handle.read()
-    if refusal := utf16_refusal(raw, str(path)):
-        raise DataError(refusal)
+        return text_lines(utf8_text(handle.read(), str(path), DataError))
+
+
+def utf8_text(data: bytes, name: str, error: type[MtError]) -> str:
+    """``data`` decoded as UTF-8, or ``error`` naming ``name`` in one line: UTF-16 (which, in
+    Latin script, would decode as garbage) or bytes that are not UTF-8, with the line."""
+    if refusal := utf16_refusal(data, name):
+        raise error(refusal)
     try:
-        text = raw.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
-    return text_lines(text)
+        line = data.count(b"\n", 0, err.start) + 1
+        raise error(f"{name} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
 
 
 def text_lines(text: str) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Protocol
 
-from mt_cli.disk.reading import utf16_refusal
+from mt_cli.disk.reading import utf8_text
 from mt_cli.documents.document import Document
 from mt_cli.documents.formats import DocumentFormat, read_documents
 from mt_cli.documents.sentences import segmenter
@@ -83,12 +83,6 @@ def read_file(data: bytes, form: FileFormat, language: str, name: str = "the fil
     sentences split by the rules of ``language``."""
     if form is FileFormat.DOCX:
         return WordDocument(data, language, segmenter())
-    if refusal := utf16_refusal(data, name):  # Latin-script UTF-16 would decode, as garbage
-        raise InputError(refusal)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise InputError(f"{name} is not UTF-8 (line {line}); convert it, e.g. with iconv -t UTF-8") from None
+    text = utf8_text(data, name, InputError)
     document = read_documents([text.removeprefix(BOM)], DocumentFormat(form.value), language)[0]
     return TextFile(document, text.startswith(BOM))
