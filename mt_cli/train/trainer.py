@@ -54,7 +54,6 @@ class Trainer:
         self.device = dist.device(resolve_device(tc.device))
         self.model = build_model(cfg.model, data.src_tok.vocab_size, data.tgt_tok.vocab_size).to(self.device)
         self.precision = self.choose_precision()
-        self.dtype = self.precision.dtype  # the training precision (a candidate while a trial runs)
         freeze(self.model, tc.freeze)  # before the optimizer and DDP, which both leave frozen ones out
         self.optimizer = make_optimizer(self.model, tc)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.dtype == torch.float16)
@@ -83,6 +82,11 @@ class Trainer:
         auto = amp_compute_type(tc.amp) is ComputeType.DEFAULT
         trial = auto and dtype is not None and self.device.type == "cpu"
         return Precision(dtype, trial, self.dist, self.log)
+
+    @property
+    def dtype(self) -> torch.dtype | None:
+        """The training precision (while a trial runs, the candidate it may keep)."""
+        return self.precision.dtype
 
     def describe_precision(self) -> str:
         if self.precision.deciding:
@@ -263,7 +267,6 @@ class Trainer:
                 p.elapsed = time.perf_counter() - clock
                 tokens = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
                 if self.precision.record(seconds, tokens):
-                    self.dtype = self.precision.dtype
                     self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)
                 flops = sum(self.flops(b) for b in batches)
                 epoch.add(tokens, flops)
