@@ -166,8 +166,12 @@ def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch) -> None
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary left behind
 
 
-def test_non_finite_loss_is_never_applied(tiny_config_path, tiny_corpus, tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("lag_reads", [False, True])
+def test_non_finite_loss_is_never_applied(
+    tiny_config_path, tiny_corpus, tmp_path, monkeypatch, lag_reads
+) -> None:
     trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "train.max_bad_steps=3")
+    trainer.lag_reads = lag_reads  # CUDA's way: the skips are counted one update late
     before = [p.detach().clone() for p in trainer.model.parameters()]
     monkeypatch.setattr(
         "mt_cli.train.trainer.token_loss", lambda logits, target, smoothing: logits.sum() * math.nan
@@ -177,6 +181,43 @@ def test_non_finite_loss_is_never_applied(tiny_config_path, tiny_corpus, tmp_pat
     assert trainer.progress.step == 0 and trainer.progress.skipped_steps == 3
     for a, b in zip(before, trainer.model.parameters()):
         assert torch.equal(a, b)
+
+
+def test_reading_outcomes_one_update_late_trains_the_same(tiny_config_path, tiny_corpus, tmp_path) -> None:
+    """CUDA's way of reading an update's loss and norm (after the next update is queued) against
+    the CPU's (at once), both on the CPU: the same updates, metrics and weights."""
+    extra = (
+        "train.max_steps=9",
+        "train.log_every_steps=2",
+        "train.validate_every_steps=5",
+        "train.accum_steps=2",
+    )
+    trainers, read_late = {}, {}
+    for lag in (False, True):
+        trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path / str(lag), *extra)
+        trainer.lag_reads = lag
+        read_late[lag] = []
+        queue = trainer.update
+
+        def spy(batches, queue=queue, trainer=trainer, late=read_late[lag]) -> None:
+            late.append(trainer.pending is not None)  # the previous update not read yet
+            queue(batches)
+
+        trainer.update = spy
+        trainer.fit()
+        trainers[lag] = trainer
+    assert sum(read_late[True]) == 3 and not any(read_late[False])  # updates 1, 3 and 7 decide nothing
+
+    def logged(run: Path) -> list[tuple]:
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        return [
+            (r["event"], r["step"], r["loss"], r.get("grad_norm"), r.get("lr"), r.get("bleu")) for r in rows
+        ]
+
+    assert logged(tmp_path / "True") == logged(tmp_path / "False")
+    assert [r[1] for r in logged(tmp_path / "True") if r[0] == "train"] == [2, 4, 6, 8]
+    for name, weights in trainers[True].model.state_dict().items():
+        assert torch.equal(weights, trainers[False].model.state_dict()[name]), name
 
 
 def test_validation_loss_is_unsmoothed_nll(tiny_config_path, tiny_corpus, tmp_path) -> None:

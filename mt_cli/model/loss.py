@@ -55,7 +55,10 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         if smoothing:
             grad.sub_(smoothing / logits.size(-1))
         grad.scatter_add_(1, column, torch.full_like(column, smoothing - 1.0, dtype=grad.dtype))
-        grad.index_fill_(0, padding.nonzero().squeeze(1), 0.0)
+        if grad.is_cuda:
+            grad.masked_fill_(padding.unsqueeze(1), 0.0)  # nonzero() would wait for the device
+        else:
+            grad.index_fill_(0, padding.nonzero().squeeze(1), 0.0)  # a pass over the padding rows only
         # fp16's range would lose the smallest probabilities before the loss scale multiplies them.
         keep_dtype = torch.float32 if logits.dtype == torch.float16 else logits.dtype
         ctx.save_for_backward(grad.to(keep_dtype))

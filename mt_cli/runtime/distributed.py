@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as torch_dist
 from torch import nn
 
 from mt_cli.errors import ConfigError
+
+
+def under_torchrun() -> bool:
+    """Whether torchrun (its elastic agent, which sets TORCHELASTIC_RUN_ID in every worker) or
+    another launcher of several processes (WORLD_SIZE > 1) started this one."""
+    return "TORCHELASTIC_RUN_ID" in os.environ or int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
 @dataclass(frozen=True)
@@ -20,11 +28,13 @@ class Distributed:
     local_rank: int = 0
 
     @classmethod
-    def from_env(cls, device: torch.device) -> Distributed:
+    def from_env(cls, device: torch.device, timeout_minutes: float) -> Distributed:
         """Join the process group that ``torchrun`` describes in the environment, if any.
 
         The backend follows the training device, not the machine: CPU training on a GPU machine
-        needs gloo, since NCCL only reduces CUDA tensors.
+        needs gloo, since NCCL only reduces CUDA tensors. A collective that waits longer than
+        ``timeout_minutes`` for the other ranks fails (``train.dist_timeout_minutes``), so that
+        torchrun can restart a group whose rank hangs.
         """
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
         if world_size == 1:
@@ -36,7 +46,10 @@ class Distributed:
                 "start at most "
                 f"{gpus} processes per node, or train on the CPU with --set train.device=cpu"
             )
-        torch_dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+        torch_dist.init_process_group(
+            backend="nccl" if device.type == "cuda" else "gloo",
+            timeout=datetime.timedelta(minutes=timeout_minutes),
+        )
         return cls(torch_dist.get_rank(), world_size, local_rank)
 
     @property
@@ -72,6 +85,12 @@ class Distributed:
         torch_dist.all_reduce(tensor)
         return int(tensor.item())
 
+    def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over the ranks, in place, on its device: nothing waits for the result."""
+        if self.active:
+            torch_dist.all_reduce(tensor)
+        return tensor
+
     def agree(self, reason: str | None) -> str | None:
         """Stop on every rank when any rank has a reason to (signals, time, patience)."""
         if not self.active:
@@ -79,6 +98,14 @@ class Distributed:
         if self.sum(int(reason is not None)) == 0:
             return None
         return reason or "another rank stopped"
+
+    def gather(self, value: Any) -> list[Any] | None:
+        """Every rank's ``value`` (picklable), in rank order, on rank 0; None on the others."""
+        if not self.active:
+            return [value]
+        values: list[Any] | None = [None] * self.world_size if self.is_main else None
+        torch_dist.gather_object(value, values, dst=0)
+        return values
 
     def barrier(self) -> None:
         if self.active:

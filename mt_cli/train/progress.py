@@ -6,14 +6,14 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from mt_cli.disk.files import writing
-from mt_cli.errors import ConfigError, TrainingError
+from mt_cli.errors import CheckpointError, ConfigError, TrainingError
 
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
@@ -32,6 +32,8 @@ class Progress:
     bad_steps: int = 0  # consecutive updates with a non-finite gradient
     skipped_steps: int = 0  # all updates skipped for a non-finite gradient
     schedule_offset: int = 0  # the parent's updates, when a warm start continues its schedule
+    # Processes that trained (torchrun's WORLD_SIZE); None in a last.pt saved before mt kept it.
+    world_size: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,6 +57,18 @@ class Progress:
             )
 
 
+def check_world_size(saved: int | None, now: int, path: Path) -> None:
+    """A resume trains on as many processes as the run did: an update is one batch per rank (times
+    ``accum_steps``), and the saved position in the epoch counts batches per rank, so another
+    world size would train other updates on other batches. A last.pt that does not say (saved
+    before mt kept the world size) is resumed whatever the world size."""
+    if saved is not None and saved != now:
+        raise CheckpointError(
+            f"cannot resume {path} with {now} process(es): it was trained with {saved}; "
+            f"start {saved} (torchrun --nnodes x --nproc-per-node = {saved}), or train into another --run"
+        )
+
+
 def epoch_bar(total: int | None, progress: Progress, quiet: bool) -> Any:
     """The progress bar of the current epoch (tqdm), from the batch it resumes at."""
     from tqdm import tqdm
@@ -72,7 +86,8 @@ def epoch_bar(total: int | None, progress: Progress, quiet: bool) -> Any:
 
 @dataclass
 class Throughput:
-    """Tokens (all ranks) and model FLOPs (this rank) over a stretch of training, as rates."""
+    """Tokens and model FLOPs (this rank's; ``summed`` for all ranks' tokens) over a stretch of
+    training, as rates."""
 
     peak_flops: float | None  # this device's FLOP/s (``runtime.flops``); None: MFU unknown
     data_wait_before: float = 0.0  # the trainer's seconds waited for batches when this stretch began
@@ -83,6 +98,11 @@ class Throughput:
     def add(self, tokens: int, flops: float) -> None:
         self.tokens += tokens
         self.flops += flops
+
+    def summed(self, over_ranks: Callable[[int], int]) -> Throughput:
+        """This stretch with its tokens summed over the ranks (``over_ranks``, ``Distributed.sum``):
+        the trainer counts its own rank's per update and sums only when it reports."""
+        return replace(self, tokens=over_ranks(self.tokens))
 
     def exclude(self, seconds: float) -> None:
         """Leave ``seconds`` that just passed (e.g. a validation) out of the rates."""
@@ -129,7 +149,18 @@ def capture_rng() -> dict[str, Any]:
     return state
 
 
-def restore_rng(state: dict[str, Any]) -> None:
+def ranks_rng(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """What last.pt keeps of the ranks' random states (``capture_rng`` of each, in rank order):
+    rank 0's at the top, as a single process saves it, and under DDP every rank's in ``ranks``,
+    since each rank draws its own dropout masks (over batches of other shapes)."""
+    return states[0] if len(states) == 1 else {**states[0], "ranks": states}
+
+
+def restore_rng(state: dict[str, Any], rank: int = 0) -> None:
+    """Restore this rank's random states from what ``ranks_rng`` saved (a last.pt saved before
+    mt kept every rank's gives each rank rank 0's)."""
+    if "ranks" in state:
+        state = state["ranks"][rank]
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

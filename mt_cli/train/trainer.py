@@ -34,9 +34,20 @@ from mt_cli.runtime.device import amp_dtype, autocast, inference_dtype, resolve_
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.runtime.flops import peak_flops
 from mt_cli.runtime.precision import ComputeType, amp_compute_type
+from mt_cli.specials import PAD_ID
 from mt_cli.train.amp import Precision
 from mt_cli.train.optim import learning_rate, make_optimizer
-from mt_cli.train.progress import MetricsLog, Progress, Throughput, capture_rng, epoch_bar, restore_rng
+from mt_cli.train.outcome import Settled, UpdateOutcome
+from mt_cli.train.progress import (
+    MetricsLog,
+    Progress,
+    Throughput,
+    capture_rng,
+    check_world_size,
+    epoch_bar,
+    ranks_rng,
+    restore_rng,
+)
 from mt_cli.train.validation import Validator
 from mt_cli.train.warm_start import Parent, freeze, keep_optimizer, started_from
 
@@ -71,6 +82,10 @@ class Trainer:
         board = run.tensorboard if tc.tensorboard else None
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main, tensorboard=board)
         self.stop_signal: str | None = None
+        self.pending: UpdateOutcome | None = None  # the last update's outcome, still on the device
+        self.settled: Settled | None = None  # the last outcome read
+        # Where reading an outcome waits for the device, it is read one update late (``outcome``).
+        self.lag_reads = self.device.type == "cuda"
         self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)  # this device's, for MFU
         self.ddp = dist.wrap(self.model)  # the model itself when not distributed
         self.forward = torch.compile(self.ddp) if tc.compile else self.ddp
@@ -95,8 +110,12 @@ class Trainer:
 
     # ---- checkpoints -------------------------------------------------------------------
     def save_last(self) -> None:
-        if not self.dist.is_main:
+        """Rank 0 writes last.pt; every rank calls it, since it gathers every rank's random state."""
+        self.settle()
+        rng = self.dist.gather(capture_rng())
+        if rng is None:
             return
+        self.progress.world_size = self.dist.world_size
         Checkpoint(
             model=self.model.state_dict(),
             card=self.validator.card,
@@ -105,7 +124,7 @@ class Trainer:
             optimizer=self.optimizer.state_dict(),
             scaler=self.scaler.state_dict(),
             progress=self.progress.as_dict(),
-            rng=capture_rng(),
+            rng=ranks_rng(rng),
         ).save(self.run.last)
 
     def resume(self) -> None:
@@ -113,11 +132,12 @@ class Trainer:
         # optimizer moments to the model's device itself.
         saved = Checkpoint.load(self.run.last)
         optimizer, scaler, progress, rng = saved.training_state(self.run.last)
+        self.progress = Progress.from_dict(progress)
+        check_world_size(self.progress.world_size, self.dist.world_size, self.run.last)
         self.model.load_state_dict(saved.model)
         self.optimizer.load_state_dict(optimizer)
         self.scaler.load_state_dict(scaler)
-        self.progress = Progress.from_dict(progress)
-        restore_rng(rng)
+        restore_rng(rng, self.dist.rank)
         # A resumed warm start needs no parent: its card names it already.
         self.validator.card = replace(self.validator.card, parent=saved.card.parent)
         self.log(
@@ -143,32 +163,73 @@ class Trainer:
         self.validate()
 
     # ---- one update ----------------------------------------------------------------------
-    def update(self, batches: list[Batch]) -> tuple[float, float]:
-        """One optimizer update over ``accum_steps`` batches: (loss per target token, grad norm)."""
+    def update(self, batches: list[Batch]) -> None:
+        """Queue one optimizer update over ``accum_steps`` batches. Its outcome (loss, gradient
+        norm, applied or skipped) stays on the device as ``self.pending`` until ``settle`` reads it."""
         tc = self.cfg.train
-        tokens = self.dist.sum(sum(b.tgt_tokens for b in batches))  # real target tokens, all ranks
-        total_loss = 0.0
-        for i, batch in enumerate(batches):
-            b = batch.to(self.device)
-            with nullcontext() if i == len(batches) - 1 else self.dist.no_sync(self.ddp):
+        on_device = [batch.to(self.device) for batch in batches]
+        tokens = self.update_tokens(on_device)  # real target tokens, all ranks
+        losses = []
+        for i, b in enumerate(on_device):
+            with nullcontext() if i == len(on_device) - 1 else self.dist.no_sync(self.ddp):
                 with autocast(self.device, self.precision.current()):
                     logits = self.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask)  # (B, T, V)
                     loss = token_loss(logits, b.tgt_out, tc.label_smoothing)  # summed over tokens
                 # DDP averages gradients over ranks; scale so the result is a per-token mean.
                 self.scaler.scale(loss * self.dist.world_size / tokens).backward()
-            total_loss += loss.item()
+            losses.append(loss.detach())
+        # The previous update's outcome, read now that this one's kernels are queued behind it:
+        # the learning rate below depends on whether it was applied.
+        self.settle()
         self.scaler.unscale_(self.optimizer)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_norm or math.inf))
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_norm or math.inf)
         update = self.progress.step + 1 + self.progress.schedule_offset
         lr = learning_rate(update, tc, self.cfg.model.d_model, self.budget_used())
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        if math.isfinite(grad_norm) or self.scaler.is_enabled():  # the fp16 scaler skips those itself
-            self.scaler.step(self.optimizer)
-        self.scaler.update()
+        self.step_optimizer(grad_norm)
         self.optimizer.zero_grad(set_to_none=True)
-        self.progress.count_update(math.isfinite(grad_norm), self.cfg.train.max_bad_steps)
-        return total_loss / max(sum(b.tgt_tokens for b in batches), 1), grad_norm
+        self.pending = UpdateOutcome(losses, grad_norm, sum(b.tgt_tokens for b in batches))
+
+    def update_tokens(self, batches: list[Batch]) -> int | torch.Tensor:
+        """The real target tokens of an update on all ranks: the loss's divisor. Summed across ranks
+        on the device (a tensor), so that no rank waits for the sum before queueing its passes."""
+        local = sum(b.tgt_tokens for b in batches)
+        if not self.dist.active:
+            return local
+        counted = torch.stack([b.tgt_out.ne(PAD_ID).sum() for b in batches]).sum()  # (,) long
+        return self.dist.all_reduce_sum(counted)
+
+    def step_optimizer(self, grad_norm: torch.Tensor) -> None:
+        """Apply the update unless the gradient is not finite, decided on the device: fused AdamW
+        skips itself when its ``found_inf`` is 1, as the fp16 scaler arranges with its own flag."""
+        if not self.scaler.is_enabled():
+            self.optimizer.found_inf = grad_norm.isfinite().logical_not().float()
+        self.scaler.step(self.optimizer)
+        if not self.scaler.is_enabled():
+            del self.optimizer.found_inf
+        self.scaler.update()
+
+    def settle(self) -> Settled | None:
+        """Read the queued update's outcome (waiting for it if need be) and count it; returns it."""
+        if self.pending is None:
+            return None
+        settled, self.pending = self.pending.read(), None
+        self.progress.count_update(settled.applied, self.cfg.train.max_bad_steps)
+        self.settled = settled
+        return settled
+
+    def decided_by(self, step: int) -> bool:
+        """Whether reaching update ``step`` decides something the host must know at once (a log
+        line, a checkpoint, a validation, the end, the precision trial): then the update that may
+        reach it is settled right away, not after the next one is queued."""
+        tc = self.cfg.train
+        every = (tc.log_every_steps, tc.save_every_steps, tc.validate_every_steps)
+        return (
+            self.precision.deciding
+            or any(n and step % n == 0 for n in every)
+            or (tc.max_steps > 0 and step >= tc.max_steps)
+        )
 
     # ---- the loop --------------------------------------------------------------------------
     def epoch_updates(self) -> Iterator[list[Batch]]:
@@ -238,10 +299,14 @@ class Trainer:
                 p.elapsed = time.perf_counter() - clock
                 self.log_epoch(meter)
                 stop = self.should_stop()
-        if self.stop_signal is not None:
+        self.settle()  # an update queued when a clock or a signal stopped the loop
+        # Every rank saves (save_last gathers) and stops when any rank was signalled, even one
+        # whose own signal has not arrived yet.
+        interrupted = self.dist.agree(self.stop_signal)
+        if interrupted is not None:
             self.save_last()
             raise Interrupted(
-                f"training interrupted at update {p.step} ({self.stop_signal}); last.pt saved. Resume with: "
+                f"training interrupted at update {p.step} ({interrupted}); last.pt saved. Resume with: "
                 f"mt train --run {self.run.root} --resume"
             )
         if p.last_validated_step != p.step:
@@ -252,49 +317,33 @@ class Trainer:
         return p
 
     def run_epoch(self, clock: float) -> tuple[str | None, Throughput]:
-        """Train to the end of the epoch or a stop reason; returns it and the epoch's throughput."""
-        tc, p = self.cfg.train, self.progress
+        """Train to the end of the epoch or a stop reason; returns it and the epoch's throughput.
+
+        On CUDA an update's outcome is read after the next update is queued (``settle``), except
+        where its step decides something (``decided_by``); on the CPU at once. Both count the
+        same updates the same way."""
+        p = self.progress
         quiet = not (self.dist.is_main and sys.stderr.isatty())
         bar = epoch_bar(self.plan.length(), self.progress, quiet)
         epoch, window = Throughput(self.peak_flops, self.data_wait), self.window
         try:
             for batches in self.epoch_updates():
-                applied_before = p.step
                 started = time.perf_counter()
-                loss, grad_norm = self.update(batches)
+                self.update(batches)  # settles the update before it
+                reached = p.step + 1  # if this update is applied
+                settled = self.settle() if not self.lag_reads or self.decided_by(reached) else None
                 seconds = time.perf_counter() - started
                 p.batch_in_epoch += len(batches)
                 p.elapsed = time.perf_counter() - clock
-                tokens = self.dist.sum(sum(b.src_tokens + b.tgt_tokens for b in batches))
-                if self.precision.record(seconds, tokens):
+                tokens = sum(b.src_tokens + b.tgt_tokens for b in batches)  # this rank's
+                if self.precision.deciding and self.precision.record(seconds, self.dist.sum(tokens)):
                     self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)
                 flops = sum(self.flops(b) for b in batches)
                 epoch.add(tokens, flops)
                 window.add(tokens, flops)
-                lr = learning_rate(p.step + p.schedule_offset, tc, self.cfg.model.d_model, self.budget_used())
                 bar.update(len(batches))
-                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{window.tokens_per_s():.0f}")
-                if p.step > applied_before and p.step % tc.log_every_steps == 0:
-                    self.metrics.write(
-                        "train",
-                        step=p.step,
-                        epoch=p.epoch + 1,
-                        loss=loss,
-                        grad_norm=grad_norm,
-                        lr=lr,
-                        **window.as_dict(self.data_wait),
-                        elapsed=p.elapsed,
-                    )
-                    window = self.window = Throughput(self.peak_flops, self.data_wait)
-                if p.step > applied_before and p.step % tc.save_every_steps == 0:
-                    self.save_last()
-                if (
-                    p.step > applied_before
-                    and tc.validate_every_steps
-                    and p.step % tc.validate_every_steps == 0
-                ):
-                    self.validate()
-                    p.elapsed = time.perf_counter() - clock
+                if settled is not None and settled.applied:
+                    window = self.step_reached(settled, window, bar, clock)
                 stop = self.should_stop()
                 if stop:
                     return stop, epoch
@@ -302,11 +351,38 @@ class Trainer:
             bar.close()
         return None, epoch
 
+    def step_reached(self, settled: Settled, window: Throughput, bar, clock: float) -> Throughput:
+        """What update ``progress.step`` (just applied, ``settled``) calls for: a log line, a
+        checkpoint, a validation. Returns the log interval's throughput (a new one after a log line)."""
+        tc, p = self.cfg.train, self.progress
+        if p.step % tc.log_every_steps == 0:
+            lr = learning_rate(p.step + p.schedule_offset, tc, self.cfg.model.d_model, self.budget_used())
+            rates = window.summed(self.dist.sum).as_dict(self.data_wait)
+            bar.set_postfix(loss=f"{settled.loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rates['tokens_per_s']:.0f}")
+            self.metrics.write(
+                "train",
+                step=p.step,
+                epoch=p.epoch + 1,
+                loss=settled.loss,
+                grad_norm=settled.grad_norm,
+                lr=lr,
+                **rates,
+                elapsed=p.elapsed,
+            )
+            window = self.window = Throughput(self.peak_flops, self.data_wait)
+        if p.step % tc.save_every_steps == 0:
+            self.save_last()
+        if tc.validate_every_steps and p.step % tc.validate_every_steps == 0:
+            self.validate()
+            p.elapsed = time.perf_counter() - clock
+        return window
+
     def flops(self, batch: Batch) -> float:
         """Model FLOPs of training on ``batch`` (``model.flops``)."""
         return training_flops(self.cfg.model, self.data.tgt_tok.vocab_size, *batch.sentence_lengths())
 
     def validate(self) -> None:
+        self.settle()
         started, p = time.perf_counter(), self.progress
         if self.dist.is_main:
             result = self.validator.validate(self.model, p.step)
@@ -324,11 +400,12 @@ class Trainer:
         self.window.exclude(time.perf_counter() - started)  # training rates leave validation out
 
     def log_epoch(self, meter: Throughput) -> None:
+        rates = meter.summed(self.dist.sum)  # a collective: every rank gets here
         last = self.validator.last_result
         summary = f" | val loss {last.loss:.3f} bleu {last.bleu:.2f}" if last else ""
         for name, scores in list(last.directions.items())[1:] if last else []:  # the first is above
             summary += f" | {name} loss {scores['loss']:.3f} bleu {scores['bleu']:.2f}"
         self.log(
-            f"epoch {self.progress.epoch} | update {self.progress.step} | {meter.describe()}"
+            f"epoch {self.progress.epoch} | update {self.progress.step} | {rates.describe()}"
             f" | {self.progress.elapsed / 60:.1f} min{summary}"
         )
