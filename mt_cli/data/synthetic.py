@@ -26,7 +26,8 @@ teacher gets a new one. The directory holds::
 
 It is built under a temporary name and renamed when whole, so one that exists is complete. Until
 then the translation is kept chunk by chunk in ``CACHE/<key>.partial/`` (``Partial``), each
-chunk a file written whole, so an interrupted translation goes on after its last whole chunk.
+chunk a file written whole (by whichever process translated it: under torchrun each rank keeps
+its share there), so an interrupted translation goes on with the lines no whole chunk holds.
 """
 
 from __future__ import annotations
@@ -185,18 +186,38 @@ class Partial:
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
 
+    def kept(self) -> list[tuple[int, int]]:
+        """The lines [first, end) of the chunks ``chunks`` reads, in order and without overlaps; a
+        gap between two is lines a rank had not finished when its run stopped."""
+        return [(first, end) for first, end, _ in self._chain()]
+
     def _contiguous(self) -> tuple[list[Path], int]:
         """The chunk files that follow each other from line 0, and the line after the last."""
-        spans = {}
+        paths, end = [], 0
+        for first, last, path in self._chain():
+            if first != end:
+                break
+            paths.append(path)
+            end = last
+        return paths, end
+
+    def _chain(self) -> list[tuple[int, int, Path]]:
+        """The kept chunks in order of their first line, the longest where several start on the
+        same line, skipping one that starts inside the last taken (runs with other shares of
+        the lines can leave such overlaps)."""
+        spans: dict[int, tuple[int, Path]] = {}
         if self.directory.is_dir():
             for path in self.directory.iterdir():
                 if (name := _CHUNK_NAME.fullmatch(path.name)) is not None:
-                    spans[int(name[1])] = (int(name[2]), path)
-        paths, end = [], 0
-        while end in spans and spans[end][0] > end:
-            end, path = spans[end]
-            paths.append(path)
-        return paths, end
+                    first, end = int(name[1]), int(name[2])
+                    if end > spans.get(first, (first, path))[0]:
+                        spans[first] = (end, path)
+        chain, taken = [], 0
+        for first in sorted(spans):
+            if first >= taken:
+                taken, path = spans[first]
+                chain.append((first, taken, path))
+        return chain
 
 
 @dataclass

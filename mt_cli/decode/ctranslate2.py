@@ -52,6 +52,7 @@ class CTranslate2Engine(CardEngine):
         device: str = "cpu",
         compute_type: ComputeType | str = ComputeType.DEFAULT,
         threads: int = 0,
+        device_index: int = 0,  # which GPU: a torchrun rank's own
     ):
         import ctranslate2
 
@@ -69,6 +70,7 @@ class CTranslate2Engine(CardEngine):
             self.translator = ctranslate2.Translator(
                 str(model_dir),
                 device=device,
+                device_index=device_index,
                 compute_type=ComputeType(compute_type).value,
                 inter_threads=self.workers,
                 intra_threads=1 if on_cpu else threads,

@@ -60,11 +60,15 @@ class Translator(CardEngine):
 
     @classmethod
     def of(
-        cls, trained: TrainedModel, device: str = "auto", compute_type: ComputeType = ComputeType.DEFAULT
+        cls,
+        trained: TrainedModel,
+        device: str | torch.device = "auto",
+        compute_type: ComputeType = ComputeType.DEFAULT,
     ) -> Translator:
-        """A translator of ``trained`` on ``device``, computing in ``compute_type``. It takes the
-        model over: moved and cast in place (fp32 on the CPU leaves it as it is)."""
-        target = resolve_device(device)
+        """A translator of ``trained`` on ``device`` (a name, or a device such as a torchrun
+        rank's own GPU), computing in ``compute_type``. It takes the model over: moved and cast
+        in place (fp32 on the CPU leaves it as it is)."""
+        target = device if isinstance(device, torch.device) else resolve_device(device)
         dtype = inference_dtype(target, compute_type)
         return cls.for_inference(
             trained.model, trained.src_tok, trained.tgt_tok, trained.card, target, dtype, trained.checkpoint

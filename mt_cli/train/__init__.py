@@ -3,5 +3,6 @@
 closing scores (``validation``), optimizer and schedule (``optim``), progress, metrics and logs
 (``progress``), starting from another run's checkpoint (``warm_start``), maybe with fewer layers
 (``shrink``), and translating the text of back-translation and distillation corpora, the teachers'
-chunks kept as they are done (``backtranslation``). Imports ``pretrained`` (a warm start from a
-published model), ``decode`` and below; no CLI."""
+chunks kept as they are done (``backtranslation``), each rank its share of them under torchrun
+(``shares``), into the folder written from them (``synthetic_folder``). Imports ``pretrained``
+(a warm start from a published model), ``decode`` and below; no CLI."""

@@ -11,30 +11,28 @@ checkpoint, as `--engine ctranslate2` makes and keeps it). Beam search, its n-be
 pairs per line: data diversification, Nguyen et al. 2020) or, for back-translation, sampling
 (Edunov et al. 2018: sampled sources teach more than beam ones), with the entry's ``decode``
 options. The data layer cannot decode, so this module, run by ``mt prepare`` and ``mt train``
-(rank 0) before tokenizers and prepared corpora, translates the text into the folder
+(on every rank) before tokenizers and prepared corpora, translates the text into the folder
 ``data.synthetic`` names and the data layer reads it like two text files.
 
 Every teacher is opened and checked (runs, direction, shared tokenizers, options) before any
 text is translated. The text streams through in chunks (``CHUNK`` lines per translate call,
 decoded by the engine's worker processes, under a progress bar at a terminal and a log line per
 chunk elsewhere): 145,000 captions never sit in memory at once. Each chunk is kept as it is done
-(``synthetic.Partial``), so an interrupted translation goes on after its last whole chunk; the
-folder that later runs reuse, without loading a model, is written whole from the chunks at the
-end. Decoding is fp32 on ``train.device``, so the pairs do not depend on the machine's bf16
-support.
+(``synthetic.Partial``), so an interrupted translation goes on with the lines no whole chunk
+holds; the folder that later runs reuse, without loading a model, is written whole from the
+chunks at the end. Under torchrun each rank translates its share of the chunks on its own device
+(``shares``) and rank 0 writes the folder. Decoding is fp32 on ``train.device``, so the pairs do
+not depend on the machine's bf16 support, nor on how the lines were shared out.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
+
+import torch
 
 from mt_cli.config.options import OptionError, TranslateOptions
 from mt_cli.config.sections import Config, CorpusConfig
@@ -43,13 +41,16 @@ from mt_cli.decode.engine import Engine, EngineKind
 from mt_cli.decode.hypotheses import per_piece
 from mt_cli.decode.members import ensemble_of
 from mt_cli.decode.translator import Translator
-from mt_cli.disk.files import check_output_path, temporary_directory_next_to, write_json
+from mt_cli.disk.files import check_output_path
 from mt_cli.disk.layout import RunDir
-from mt_cli.disk.reading import batched, count_lines, stream_file_lines
+from mt_cli.disk.reading import count_lines, stream_file_lines
 from mt_cli.errors import CheckpointError, ConfigError, InputError, MtError
+from mt_cli.runtime.device import resolve_device
+from mt_cli.runtime.distributed import Distributed
 from mt_cli.runtime.precision import ComputeType
+from mt_cli.train import shares
+from mt_cli.train.synthetic_folder import publish_pairs
 from mt_cli.trained import load_trained
-from mt_cli.version import __version__
 
 # Lines per translate call (sorted by length inside it, so its batches are full) and per kept chunk.
 CHUNK = 10_000
@@ -65,9 +66,29 @@ class _Teacher:
     options: TranslateOptions
 
 
-def make_synthetic(cfg: Config, log: Callable[[str], None]) -> None:
+def make_synthetic(cfg: Config, log: Callable[[str], None], dist: Distributed | None = None) -> None:
     """Translate the text of every translated corpus of ``cfg``, or reuse the translations made
-    before (by this run or any other). Every teacher is checked before any text is translated."""
+    before (by this run or any other). Every teacher is checked before any text is translated.
+
+    Under torchrun every rank calls this: each translates its share of every text on its own
+    device, then rank 0 writes the folders, which all ranks can read when it returns.
+    """
+    dist = dist or Distributed()
+    teachers = [_opened(made, label, cfg.train.device, dist) for label, made in _todo(cfg, log)]
+    deals = [_share(teacher.made, dist.rank, dist.world_size) for teacher in teachers]
+    dist.barrier()  # every rank has dealt from the chunks kept before any rank keeps one
+    finished = [(teacher.label, teacher.made, teacher.options) for teacher in teachers]
+    while teachers:
+        _translate(teachers.pop(0), deals.pop(0), log, dist)  # each teacher is let go when its share is done
+    dist.barrier()  # every share is kept
+    if dist.is_main:
+        for label, made, options in finished:
+            _assemble(label, made, options, cfg.train.device, log, dist)
+    dist.barrier()  # the folders are in place before any rank reads them
+
+
+def _todo(cfg: Config, log: Callable[[str], None]) -> list[tuple[str, synthetic.Synthetic]]:
+    """(label, translations) of each translated corpus whose translations are not made yet."""
     todo: dict[str, tuple[str, synthetic.Synthetic]] = {}
     for index, entry in enumerate(cfg.data.entries()):
         if entry.translated:
@@ -77,9 +98,30 @@ def make_synthetic(cfg: Config, log: Callable[[str], None]) -> None:
                 _log_reuse(made, label, log)
             else:
                 todo.setdefault(made.key, (label, made))  # two entries asking the same: translated once
-    teachers = [_opened(made, label, cfg.train.device) for label, made in todo.values()]
-    while teachers:
-        _translate(teachers.pop(0), log)  # each teacher is let go when its text is done
+    return list(todo.values())
+
+
+def _share(made: synthetic.Synthetic, rank: int, world_size: int) -> shares.Share:
+    return shares.share_of(made.partial.kept(), _line_count(made), rank, world_size, CHUNK)
+
+
+def _assemble(
+    label: str,
+    made: synthetic.Synthetic,
+    options: TranslateOptions,
+    device: str,
+    log: Callable[[str], None],
+    dist: Distributed,
+) -> None:
+    """Rank 0: the folder written from every rank's chunks. Lines no chunk holds (a rank found the
+    folder made by another process, and did not translate) are translated here first."""
+    if made.exists():  # another process made the same translations meanwhile: theirs stay
+        made.partial.remove()
+        return
+    rest = _share(made, 0, 1)
+    if rest.chunks:
+        _translate(_opened(made, label, device, dist), rest, log, dist)
+    publish_pairs(label, made, options, log)
 
 
 def _resolved(entry: CorpusConfig, label: str) -> synthetic.Synthetic:
@@ -100,11 +142,11 @@ def _log_reuse(made: synthetic.Synthetic, label: str, log: Callable[[str], None]
     )
 
 
-def _opened(made: synthetic.Synthetic, label: str, device: str) -> _Teacher:
-    """The teacher of ``made`` loaded and checked: it translates the text's language into the
-    other, its checkpoints did not change while they were read, the options suit it and the
-    cache can be written."""
-    engine = _engine(made, label, device)
+def _opened(made: synthetic.Synthetic, label: str, device: str, dist: Distributed) -> _Teacher:
+    """The teacher of ``made`` loaded on ``device`` (under torchrun the rank's own GPU) and
+    checked: it translates the text's language into the other, its checkpoints did not change
+    while they were read, the options suit it and the cache can be written."""
+    engine = _engine(made, label, dist.device(resolve_device(device)))
     _check_direction(engine, made, label)
     changed = [m.checkpoint for m in made.teachers if synthetic.sha256(m.checkpoint) != m.sha256]
     if changed:
@@ -127,7 +169,7 @@ def _opened(made: synthetic.Synthetic, label: str, device: str) -> _Teacher:
     return _Teacher(label, made, engine, options)
 
 
-def _engine(made: synthetic.Synthetic, label: str, device: str) -> Engine:
+def _engine(made: synthetic.Synthetic, label: str, device: torch.device) -> Engine:
     """mt's engine of the teacher's runs (an ensemble of several), or CTranslate2's of its export."""
     if EngineKind(made.engine) is EngineKind.CTRANSLATE2:
         return _exported(made.teachers[0], label, device)
@@ -147,7 +189,7 @@ def _engine(made: synthetic.Synthetic, label: str, device: str) -> Engine:
         raise CheckpointError(f"{label}.ensemble: {err}") from None
 
 
-def _exported(member: synthetic.Member, label: str, device: str) -> Engine:
+def _exported(member: synthetic.Member, label: str, device: torch.device) -> Engine:
     """CTranslate2's engine of the export `--engine ctranslate2` keeps of the checkpoint, in float32."""
     from mt_cli.decode.ctranslate2 import CTranslate2Engine
 
@@ -158,7 +200,7 @@ def _exported(member: synthetic.Member, label: str, device: str) -> Engine:
             f"(no {model_dir}); make it with `mt translate --engine ctranslate2 --run {member.run} "
             f"--checkpoint {member.checkpoint} < /dev/null`, or set {label}.engine: mt"
         )
-    return CTranslate2Engine(model_dir, device, ComputeType.FLOAT32)
+    return CTranslate2Engine(model_dir, device.type, ComputeType.FLOAT32, device_index=device.index or 0)
 
 
 def _check_direction(engine: Engine, made: synthetic.Synthetic, label: str) -> None:
@@ -173,36 +215,49 @@ def _check_direction(engine: Engine, made: synthetic.Synthetic, label: str) -> N
         )
 
 
-def _translate(teacher: _Teacher, log: Callable[[str], None]) -> None:
-    """The teacher's translation of the text, chunk after chunk after those kept before, then the
-    folder made whole from the chunks."""
+def _translate(teacher: _Teacher, share: shares.Share, log: Callable[[str], None], dist: Distributed) -> None:
+    """This rank's share of the teacher's text translated, chunk after chunk, each kept as it is done."""
     from tqdm import tqdm
 
-    label, made, partial = teacher.label, teacher.made, teacher.made.partial
-    total, done = _line_count(made), partial.done()
-    text_lang, to_lang = made.languages
-    checkpoints = " + ".join(str(m.checkpoint) for m in made.teachers)
-    log(
-        f"{label}: translating {total - done:,} lines of {text_lang} text into {to_lang} with "
-        f"{checkpoints} ({made.engine}, {_describe(teacher.options)}) into {made.directory}"
-        + (f"; the first {done:,} were translated before ({partial.directory})" if done else "")
+    label, made = teacher.label, teacher.made
+    _log_start(teacher, share, log, dist)
+    start, done, goal = time.perf_counter(), share.kept, share.kept + share.lines
+    on_rank = f" by rank {dist.rank}" if dist.active else ""
+    # From where the kept chunks end; one bar on the terminal that every rank writes to: rank 0's.
+    bar = tqdm(
+        total=goal,
+        initial=done,
+        desc="translate",
+        unit=" lines",
+        leave=False,
+        disable=None if dist.is_main else True,
     )
-    start = time.perf_counter()
-    with tqdm(total=total, initial=done, desc="translate", unit=" lines", leave=False, disable=None) as bar:
+    with bar:
         try:
-            for lines in batched(itertools.islice(_text_lines(made, label), done, None), CHUNK):
-                chunk = _chunk(teacher, lines, done)
-                partial.save(chunk)
-                done = chunk.end
+            for first, lines in shares.lines_of(_text_lines(made, label), share.chunks):
+                made.partial.save(_chunk(teacher, lines, first))
+                done += len(lines)
                 bar.update(len(lines))
                 bar.refresh()  # a chunk is minutes of work: show it, whatever tqdm's mininterval
                 if bar.disable:  # no bar in a log file: a line per chunk instead
                     elapsed = time.perf_counter() - start
-                    log(f"{label}: {done:,} of {total:,} lines translated ({elapsed:.0f} s)")
+                    log(f"{label}: {done:,} of {goal:,} lines translated{on_rank} ({elapsed:.0f} s)")
         except InputError:  # text that is not UTF-8 must change, and with it the key: nothing to go on from
-            partial.remove()
+            made.partial.remove()
             raise
-    _publish_pairs(teacher, log)
+
+
+def _log_start(teacher: _Teacher, share: shares.Share, log: Callable[[str], None], dist: Distributed) -> None:
+    made = teacher.made
+    text_lang, to_lang = made.languages
+    kept = "the first " if made.partial.done() == share.kept else ""  # else with gaps: ranks stopped midway
+    checkpoints = " + ".join(str(m.checkpoint) for m in made.teachers)
+    log(
+        f"{teacher.label}: translating {share.left:,} lines of {text_lang} text into {to_lang} with "
+        f"{checkpoints} ({made.engine}, {_describe(teacher.options)}) into {made.directory}"
+        + (f"; {kept}{share.kept:,} were translated before ({made.partial.directory})" if share.kept else "")
+        + (f"; rank {dist.rank} of {dist.world_size} translates {share.lines:,}" if dist.active else "")
+    )
 
 
 def _chunk(teacher: _Teacher, lines: Sequence[str], first: int) -> synthetic.Chunk:
@@ -223,23 +278,6 @@ def _chunk(teacher: _Teacher, lines: Sequence[str], first: int) -> synthetic.Chu
         scores=[[per_piece(h.score, len(h.tokens), alpha) for h in t.hypotheses] for t in found],
         cut=cut,
         seconds=time.perf_counter() - start,
-    )
-
-
-def _publish_pairs(teacher: _Teacher, log: Callable[[str], None]) -> None:
-    """The cache folder written whole from the kept chunks, renamed into place; the chunks removed."""
-    made, partial = teacher.made, teacher.made.partial
-    with temporary_directory_next_to(made.directory) as staging:
-        totals = synthetic.write_pairs(partial.chunks(), staging)
-        write_json(_provenance(made, teacher.options, totals), staging / synthetic.PROVENANCE)
-        os.chmod(staging, 0o755)  # mkdtemp makes it private; the pairs are shared like a prepared corpus
-        _publish(staging, made.directory)
-    partial.remove()
-    rate = totals.lines / totals.seconds if totals.seconds > 0 else 0.0
-    log(
-        f"{teacher.label}: {totals.pairs:,} synthetic pairs of {totals.lines:,} lines in "
-        f"{totals.seconds / 60:.1f} min ({totals.seconds:.0f} s) of translating ({rate:.0f} lines/s)"
-        + (f"; {totals.cut:,} lines cut to the model's positions" if totals.cut else "")
     )
 
 
@@ -270,41 +308,3 @@ def _line_count(made: synthetic.Synthetic) -> int:
 def _one_line(text: str) -> str:
     """A translation as one line of the file (a line break would shift every later pair)."""
     return " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
-
-
-def _provenance(
-    made: synthetic.Synthetic, options: TranslateOptions, totals: synthetic.Totals
-) -> dict[str, Any]:
-    first, *ensemble = made.teachers
-    return {
-        "run": str(first.run),
-        "checkpoint": str(first.checkpoint),
-        "checkpoint_sha256": first.sha256,
-        "ensemble": [
-            {"run": str(m.run), "checkpoint": str(m.checkpoint), "checkpoint_sha256": m.sha256}
-            for m in ensemble
-        ],
-        "engine": made.engine,
-        "direction": "->".join(made.languages),
-        "text": [
-            {"file": str(path), "sha256": sha} for path, sha in zip(made.text, made.text_sha256, strict=True)
-        ],
-        "train_limit": made.train_limit,
-        "decoding": dataclasses.asdict(options),  # resolved: the run's beam and length penalty
-        "lines": totals.lines,
-        "pairs": totals.pairs,  # lines times the n-best list
-        "cut": totals.cut,  # lines longer than the model's positions, translated from their start
-        "seconds": round(totals.seconds, 1),  # translating, over every try that kept chunks
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "mt_version": __version__,
-        "key": made.key,
-    }
-
-
-def _publish(staging: Path, directory: Path) -> None:
-    """Rename the whole folder into place; if another process made the same one meanwhile, keep theirs."""
-    try:
-        os.replace(staging, directory)
-    except OSError:
-        if not (directory / synthetic.PROVENANCE).is_file():
-            raise

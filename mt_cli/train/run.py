@@ -200,9 +200,7 @@ def prepare_data(
     """The evaluation splits (of every direction of the run), the tokenizers (trained by rank 0
     into the run directory, reused, or adopted from a warm start's ``parent``) and the training
     pairs (prepared once, memory-mapped by every rank): what the trainer reads."""
-    if dist.is_main:
-        make_synthetic(cfg, log)  # the pairs of translated corpora, translated or reused
-    dist.barrier()
+    make_synthetic(cfg, log, dist)  # the pairs of translated corpora: each rank translates its share
     splits, more = load_eval_splits(cfg, log), load_more_directions(cfg, log)
     src_tok, tgt_tok = _tokenizers(cfg, run, lambda: tokenizer_sample(cfg), dist, log, parent)
     prepared = _prepared(cfg, run, (src_tok, tgt_tok), dist, log)
