@@ -1,144 +1,117 @@
 #!/bin/bash
-# Run from the repository root on a CUDA machine, after `pip install -e ".[test]"`:
-#   bash scripts/gpu-check.sh [STAGE ...]        # stages: tests default wmt compile (default: all four)
-# Checks what only a GPU can: the CUDA and slow tests, the default recipe's 12,000 updates (wall
-# time, test2016 BLEU), the WMT recipe's tokens/s and MFU on a synthetic corpus, compiled against
-# eager training speed. Each stage appends its figures to one results file, RESULTS (default
-# ${OUT:-/tmp}/gpu-check.md), to be copied into docs/benchmarks.md; runs and logs go to R
-# (default /tmp/gpu-check). Stages are separate so that each fits a 10-minute slot.
-# WMT_PAIRS (default 1000000) sets the synthetic corpus size; WMT_STEPS (default 30) the updates timed;
-# TESTS (default: all) the test files the tests stage collects (an image without the extras' packages
-# can collect only tests/test_cuda.py and tests/test_trainer.py).
+# What only a GPU can check, in one call of about 8 minutes, from the repository root of a CUDA machine:
+#   bash scripts/gpu-check.sh OUT_DIR
+# writes OUT_DIR/gpu-check.json (the figures docs/benchmarks.md records; null where a stage did not
+# measure) and each stage's log and report beside it. Stages, each under a time cap (seconds, env):
+#   tests    TESTS_CAP=100    pytest -m cuda tests/test_cuda.py tests/test_trainer.py
+#   default  DEFAULT_CAP=210  mt train --config multi30k, 12,000 updates (train.max_minutes=0), test2016
+#                             greedy and beam 5; capped runs report their rate, not the 12k time
+#   launches LAUNCHES_CAP=60  kernel launches and ms per update of the default recipe (eager)
+#   wmt      WMT_CAP=120      the WMT recipe (Transformer-base, joint 32k) for WMT_STEPS=30 updates on a
+#                             synthetic corpus of WMT_PAIRS=100000 pairs (made while the tests run)
+#   decode   DECODE_CAP=110   test2016 greedy and beam 5 on the GPU: mt bf16 against CTranslate2 float16,
+#                             or transformers' generate of mt's export where CTranslate2's CUDA build fails
+#   compile  COMPILE_CAP=240  launches and ms per update with train.compile=true (not in the default list)
+# STAGES="tests default launches wmt decode" chooses (and orders) them.
 #
-# Without an install (a lent machine with torch but no network): `mt` falls back to `python3 -m
-# mt_cli` from this checkout, and mt's packages that such an image lacks (on the H200 image of
-# 2026-11-26: datasets, dill and multiprocess) go in as wheels downloaded elsewhere, e.g.
-#   pip install --no-index --no-deps --target /tmp/site wheels/*.whl && export PYTHONPATH=/tmp/site
-# Times on an H200 (2026-11-26, docs/benchmarks.md): tests with TESTS as above 2.5 min; wmt with
-# WMT_PAIRS=300000 1 min; default about 8 min (estimated from its first 1,800 updates).
+# A lent machine has torch but may lack mt's other packages and has no network: wheels that
+# scripts/gpu-wheels.sh downloaded into .gpu-wheels/ here (carried with the checkout) are installed
+# for whatever does not import; `mt` runs as `python3 -m mt_cli` from this checkout.
 set -uo pipefail
-R=${R:-/tmp/gpu-check}
-RESULTS=${RESULTS:-${OUT:-/tmp}/gpu-check.md}
-WMT_PAIRS=${WMT_PAIRS:-1000000}
+OUT=${1:?usage: bash scripts/gpu-check.sh OUT_DIR}
+R=$OUT/runs
+mkdir -p "$OUT" "$R"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+STAGES=${STAGES:-tests default launches wmt decode}
+WMT_PAIRS=${WMT_PAIRS:-100000}
 WMT_STEPS=${WMT_STEPS:-30}
-TESTS=${TESTS:-}
-stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests default wmt compile)
-mkdir -p "$R" "$(dirname "$RESULTS")"
-export PYTHONUNBUFFERED=1
+MT=(python3 -m mt_cli)
+began=$SECONDS
 
-say() { echo "$*" | tee -a "$RESULTS"; }
+note() { echo "[$((SECONDS - began)) s] $*" | tee -a "$OUT/gpu-check.log"; }
 
-MT=(mt)
-if ! command -v mt > /dev/null; then
-  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-  MT=(python3 -m mt_cli)
-fi
-
-header() {
-  say "## GPU check, $(date -u '+%Y-%m-%d %H:%M UTC')"
-  say ""
-  say "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
-  say "- torch $(python3 -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')"
-  say "- mt $(git rev-parse --short HEAD 2>/dev/null || echo '(no git)')"
-  say ""
+install_missing() {
+  [ -d .gpu-wheels ] || return 0
+  local missing=()
+  for module in datasets dill multiprocess xxhash sacrebleu sentencepiece typer yaml portalocker transformers safetensors tokenizers ctranslate2; do
+    python3 -c "import $module" 2> /dev/null || missing+=("$module")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  note "installing from .gpu-wheels for: ${missing[*]}"
+  python3 -m pip install --quiet --no-index --no-deps --target "$OUT/site" .gpu-wheels/*.whl >> "$OUT/gpu-check.log" 2>&1
+  export PYTHONPATH="$PYTHONPATH:$OUT/site"
 }
 
-# The rate fields of the train events of a run's metrics.jsonl, skipping the first (warm-up) ones.
-rates() {
-  python3 - "$1" <<'PY'
-import json, statistics, sys
-rows = [json.loads(line) for line in open(sys.argv[1] + "/metrics.jsonl")]
-train = [row for row in rows if row.get("event") == "train"][2:]
-if not train:
-    print("no train events past warm-up"); sys.exit()
-median = lambda key: statistics.median(row[key] for row in train if row.get(key) is not None)
-mfu = median("mfu") if any(row.get("mfu") is not None for row in train) else float("nan")
-print(f"{median('tokens_per_s'):,.0f} tokens/s, {median('tflops'):.1f} TFLOP/s, MFU {mfu:.1%} "
-      f"(median of {len(train)} log intervals after 2 of warm-up)")
-PY
-}
-
-stage_tests() {
-  say "### CUDA and slow tests"
-  say "\`python3 -m pytest -m \"cuda or slow\" -q -rs $TESTS\`"
-  # shellcheck disable=SC2086  # TESTS is a list of paths
-  python3 -m pytest -m "cuda or slow" -q -rs $TESTS > "$R/tests.log" 2>&1
-  say "exit $?: $(tail -1 "$R/tests.log")"
-  say ""
-}
-
-stage_default() {
-  local run=$R/default
-  rm -rf "$run"
-  say "### Default recipe, 12,000 updates"
-  say "\`mt train --config multi30k --run $run --set train.max_minutes=0 --set train.lr_horizon=max_steps\`"
-  local timer=() start=$SECONDS
-  [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)  # peak memory where GNU time is installed
-  "${timer[@]}" "${MT[@]}" train --config multi30k --run "$run" --set train.max_minutes=0 --set train.lr_horizon=max_steps \
-    > "$R/default.log" 2> "$R/default.err"
-  local code=$?
-  say "exit $code; wall time $((SECONDS - start)) s, \
-peak RSS $(grep 'Maximum resident' "$R/default.err" | awk '{print $NF}') KB"
-  say "$(rates "$run")"
-  python3 - "$run/test.json" <<'PY' | tee -a "$RESULTS"
-import json, sys
-report = json.load(open(sys.argv[1]))
-for name, scores in report["scores"].items():
-    print(f"- {report['split']} {name}: BLEU {scores['bleu']:.2f}, chrF {scores['chrf']:.2f}")
-PY
-  say ""
-}
-
-wmt_corpus() {
+wmt_overrides() {
   local corpus=$R/synthetic
-  [ -f "$corpus/train.en" ] || python3 scripts/synthetic-corpus.py --pairs "$WMT_PAIRS" --out "$corpus" >&2
   echo "--set data.source=files --set data.files.train=[$corpus/train.en,$corpus/train.de]
     --set data.files.val=[data/multi30k/val.en.gz,data/multi30k/val.de.gz]
     --set data.files.test=[data/multi30k/test_2016_flickr.en.gz,data/multi30k/test_2016_flickr.de.gz]
-    --set tokenizer.sample_sentences=300000 --set train.log_every_steps=5
+    --set tokenizer.sample_sentences=100000 --set train.log_every_steps=5
     --set train.validate_every_steps=100000 --set train.val_bleu=false --set train.test_at_end=false
     --set train.max_minutes=0 --set train.max_steps=$WMT_STEPS --set data.prepared_dir=$R/prepared"
 }
 
-# Train the WMT recipe on the synthetic corpus into RUN with extra overrides; print its rates.
-wmt_train() {
-  local run=$1; shift
-  rm -rf "$run"
-  mkdir -p "$run"
-  cp "$R/wmt-tokenizers/"spm.* "$run/"
-  # shellcheck disable=SC2046  # the overrides are words
-  "${MT[@]}" train --config configs/wmt14-de-en.yaml --run "$run" $(wmt_corpus) "$@" > "$run.log" 2>&1
-  echo "exit $?: $(rates "$run")"
+# The synthetic corpus and the WMT tokenizers and prepared corpus take CPU only: made meanwhile.
+wmt_prepare() {
+  python3 scripts/synthetic-corpus.py --pairs "$WMT_PAIRS" --out "$R/synthetic" \
+    && mkdir -p "$R/wmt" \
+    && "${MT[@]}" prepare --config configs/wmt14-de-en.yaml --run "$R/wmt" $(wmt_overrides) --set train.device=cpu
 }
 
-wmt_tokenizers() {
-  if [ ! -f "$R/wmt-tokenizers/spm.en.model" ]; then
-    # shellcheck disable=SC2046
-    "${MT[@]}" prepare --config configs/wmt14-de-en.yaml --run "$R/wmt-tokenizers" $(wmt_corpus) > "$R/wmt-prepare.log" 2>&1
-  fi
+stage_tests() {
+  timeout "${TESTS_CAP:-100}" python3 -m pytest -m cuda -q -p no:cacheprovider tests/test_cuda.py tests/test_trainer.py \
+    > "$OUT/tests.log" 2>&1
+  note "tests (exit $?): $(tail -1 "$OUT/tests.log")"
 }
 
-stage_wmt() {
-  say "### WMT recipe (Transformer-base, joint 32k), synthetic corpus of $WMT_PAIRS pairs, $WMT_STEPS updates"
-  wmt_tokenizers
-  say "$(wmt_train "$R/wmt")"
-  say ""
+stage_default() {
+  rm -rf "$R/default"
+  timeout "${DEFAULT_CAP:-210}" "${MT[@]}" train --config multi30k --run "$R/default" \
+    --set train.max_minutes=0 --set train.lr_horizon=max_steps > "$OUT/default.log" 2>&1
+  note "default recipe (exit $?): $(tail -1 "$OUT/default.log")"
+  cp "$R/default/metrics.jsonl" "$OUT/default-metrics.jsonl" 2> /dev/null
+  cp "$R/default/test.json" "$OUT/default-test.json" 2> /dev/null
+}
+
+stage_launches() {
+  timeout "${LAUNCHES_CAP:-60}" python3 scripts/launches-per-update.py configs/multi30k.yaml "$R/default" \
+    "$OUT/launches-default.json" > "$OUT/launches.log" 2>&1
+  note "launches (exit $?): $(tail -1 "$OUT/launches.log")"
 }
 
 stage_compile() {
-  say "### train.compile against eager (WMT recipe, $WMT_STEPS updates each)"
-  wmt_tokenizers
-  say "- eager: $(wmt_train "$R/wmt-eager" --set train.compile=false)"
-  say "- compiled: $(wmt_train "$R/wmt-compiled" --set train.compile=true)"
-  say ""
+  timeout "${COMPILE_CAP:-240}" python3 scripts/launches-per-update.py configs/multi30k.yaml "$R/default" \
+    "$OUT/launches-compiled.json" train.compile=true > "$OUT/compile.log" 2>&1
+  note "compiled launches (exit $?): $(tail -1 "$OUT/compile.log")"
 }
 
-header
-for stage in "${stages[@]}"; do
+stage_wmt() {
+  wait "$prepare_pid"
+  note "wmt corpus and tokenizers (exit $?)"
+  # shellcheck disable=SC2046  # the overrides are words
+  timeout "${WMT_CAP:-120}" "${MT[@]}" train --config configs/wmt14-de-en.yaml --run "$R/wmt" $(wmt_overrides) \
+    > "$OUT/wmt.log" 2>&1
+  note "wmt recipe (exit $?): $(grep -c '"train"' "$R/wmt/metrics.jsonl" 2> /dev/null) log intervals"
+  cp "$R/wmt/metrics.jsonl" "$OUT/wmt-metrics.jsonl" 2> /dev/null
+}
+
+stage_decode() {
+  timeout "${DECODE_CAP:-110}" python3 scripts/gpu-decode.py "$R/default" "$OUT/decode.json" > "$OUT/decode.log" 2>&1
+  note "decode (exit $?): $(tail -2 "$OUT/decode.log" | tr '\n' ' ')"
+}
+
+note "GPU check: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
+install_missing
+wmt_prepare > "$OUT/wmt-prepare.log" 2>&1 &
+prepare_pid=$!
+for stage in $STAGES; do
   case $stage in
-    tests | default | wmt | compile) "stage_$stage" ;;
-    *) echo "unknown stage $stage; choose from tests default wmt compile" >&2; exit 2 ;;
+    tests | default | launches | wmt | decode | compile) "stage_$stage" ;;
+    *) note "unknown stage $stage; choose from tests default launches wmt decode compile" ;;
   esac
 done
-echo "results: $RESULTS" >&2
+wait "$prepare_pid" 2> /dev/null
+python3 scripts/gpu-check-summary.py "$OUT" > "$OUT/gpu-check.json"
+note "done: $OUT/gpu-check.json"
+cat "$OUT/gpu-check.json"

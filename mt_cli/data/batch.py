@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
+import torch.nn.functional as F
 
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID
 
@@ -41,6 +42,25 @@ class Batch:
         """(B,) real source positions (pieces + EOS) and (B,) real decoder positions per sentence."""
         return self.src_mask[:, 0, 0].sum(1), (self.tgt_out != PAD_ID).sum(1)
 
+    def padded(self, multiple: int) -> Batch:
+        """The batch with its source and target widths rounded up to a multiple of ``multiple``
+        with padding every mask leaves out: fewer shapes, so that a GPU reuses its compiled
+        graphs and kernel plans. The token counts stay those of the real tokens."""
+        src_extra = -self.src.size(1) % multiple
+        tgt_extra = -self.tgt_in.size(1) % multiple
+        if not src_extra and not tgt_extra:
+            return self
+        target_real = F.pad(self.tgt_mask[:, 0, -1], (0, tgt_extra), value=False)  # (B, T'): the last
+        # query row sees every key, so its mask row is the key padding alone.
+        return replace(
+            self,
+            src=F.pad(self.src, (0, src_extra), value=PAD_ID),
+            src_mask=F.pad(self.src_mask, (0, src_extra), value=False),
+            tgt_in=F.pad(self.tgt_in, (0, tgt_extra), value=PAD_ID),
+            tgt_out=F.pad(self.tgt_out, (0, tgt_extra), value=PAD_ID),
+            tgt_mask=_target_mask(target_real),
+        )
+
     def to(self, device: torch.device | str) -> Batch:
         """The batch on ``device``. A copy to a GPU goes through pinned memory: from pageable
         memory CUDA waits for the device's queued work before copying, a host stall per batch."""
@@ -68,6 +88,14 @@ def _pad(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, real
 
 
+def _target_mask(real: torch.Tensor) -> torch.Tensor:
+    """(B, 1, T, T) from the (B, T) real decoder positions: causal, and the key is real. Key
+    padding only: pad query rows still see BOS, so no row is fully masked."""
+    width = real.size(1)
+    causal = torch.ones(width, width, dtype=torch.bool).tril()
+    return causal[None, None] & real[:, None, None, :]
+
+
 def pad_sources(src_ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """Source ids (B, S) and mask (B, 1, 1, S). Every sequence needs at least one id (EOS):
     an all-False mask row would make attention softmax over nothing (NaN)."""
@@ -85,16 +113,12 @@ def collate(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]) 
     # Teacher forcing: predict token t+1 from tokens <= t, shifted per sentence before padding.
     tgt_in, in_real = _pad([t[:-1] for t in tgt_ids])
     tgt_out, out_real = _pad([t[1:] for t in tgt_ids])
-    width = tgt_in.size(1)
-    causal = torch.ones(width, width, dtype=torch.bool).tril()
-    # Key padding only: pad query rows still see BOS, so no row is fully masked.
-    tgt_mask = causal[None, None] & in_real[:, None, None, :]
     return Batch(
         src=src,
         tgt_in=tgt_in,
         tgt_out=tgt_out,
         src_mask=src_mask,
-        tgt_mask=tgt_mask,
+        tgt_mask=_target_mask(in_real),
         src_tokens=int(src_mask.sum()),
         tgt_tokens=int(out_real.sum()),
         n_sentences=len(src_ids),
