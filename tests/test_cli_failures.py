@@ -514,3 +514,11 @@ def test_closed_standard_input_or_output_is_one_line(contended: Contended, tmp_p
     result = mt("translate", "Ein Hund.", "--run", run, "-o", str(output), cwd=tmp_path, closed=(1,))
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(read_lines(output)) == 1
+
+
+@pytest.mark.parametrize("words", [["--resume", "last"], ["auto"]], ids=["another-value", "without-resume"])
+def test_resume_takes_auto_or_nothing(tmp_path: Path, words: list[str]) -> None:
+    result = mt("train", "--run", str(tmp_path / "run"), *words, cwd=tmp_path)
+    line = one_error_line(result, 2)
+    assert f"unexpected argument {words[-1]!r}" in line and "--resume auto" in line
+    assert not (tmp_path / "run").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -20,7 +20,7 @@ from mt_cli.cli.common import (
 from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import Config
 from mt_cli.disk.layout import RunDir
-from mt_cli.errors import EXIT_INTERRUPTED, CheckpointError, ConfigError
+from mt_cli.errors import EXIT_INTERRUPTED, CheckpointError, ConfigError, InputError
 
 
 @user_errors
@@ -38,11 +38,17 @@ def prepare(
 
 @user_errors
 def train(
+    ctx: typer.Context,
     config: ConfigOption = DEFAULT_RECIPE,
     overrides: SetOption = None,
     run: OptionalRunOption = None,
     resume: Annotated[
-        bool, typer.Option(help="Continue from the run's last.pt, with the run's saved config.")
+        bool,
+        typer.Option(
+            help="Continue from the run's last.pt, with the run's saved config. `--resume auto`: "
+            "continue when the run has a last.pt, else start (the default under torchrun, so that "
+            "a restarted worker group goes on).",
+        ),
     ] = False,
     device: Annotated[
         str | None, typer.Option("--device", help="auto | cpu | cuda (default: train.device).")
@@ -62,10 +68,12 @@ def train(
 
     Logs go to stderr and RUN/train.log; the closing scores to stdout and RUN/test.json.
     """
+    from mt_cli.train.resuming import decide
     from mt_cli.train.run import train as run_training
     from mt_cli.train.trainer import Interrupted
 
-    if init_from is not None and resume:
+    asked = _resume_asked(resume, ctx.args)
+    if init_from is not None and asked == "last":
         raise ConfigError(
             "--init-from starts a new run from another one and --resume continues this run: give one of them"
         )
@@ -74,14 +82,18 @@ def train(
     overrides += [f"train.init_from={json.dumps(init_from)}"] if init_from is not None else []
     from mt_cli.train.warm_start import parent_sections
 
+    def resumed_run() -> Path:  # as ever for --resume: --run, else the recipe's own run_dir
+        return run or Path(load_config(config).run_dir)
+
+    start = decide(asked, resumed_run)
     cfg = (
-        _resumed_config(run or Path(load_config(config).run_dir), overrides)
-        if resume
+        _resumed_config(resumed_run(), overrides)
+        if start.resume
         else load_config(config, overrides, parent_sections)
     )
     run_dir = run or Path(cfg.run_dir)
     try:
-        report = run_training(cfg, run_dir, resume=resume, log=log)
+        report = run_training(cfg, run_dir, resume=start.resume, log=log, auto=start.auto)
     except Interrupted as stop:
         fail(str(stop), EXIT_INTERRUPTED)
     if report and report["scores"]:
@@ -92,6 +104,16 @@ def train(
         for name, s in report["scores"].items():
             typer.echo(f"{name:<10}{s['bleu']:>8.2f}{s['chrf']:>8.2f}{s['sentences_per_second']:>9.1f}")
         typer.echo(f"scores and signatures: {RunDir(run_dir).test_scores}")
+
+
+def _resume_asked(resume: bool, words: list[str]) -> Literal["last", "auto"] | None:
+    """``--resume`` alone ("last"), ``--resume auto``, or neither (None). Typer's options take a
+    value always or never, so ``auto`` arrives as the command's one extra word."""
+    if words and (words != ["auto"] or not resume):
+        raise InputError(
+            f"unexpected argument {' '.join(words)!r}: `mt train` takes options only (`--resume auto`)"
+        )
+    return "auto" if words else "last" if resume else None
 
 
 def _resumed_config(run_dir: Path, overrides: list[str]) -> Config:
@@ -113,5 +135,6 @@ def config(config: ConfigOption = DEFAULT_RECIPE, overrides: SetOption = None) -
 
 
 def register(app: typer.Typer) -> None:
-    for command in (prepare, train, config):
-        app.command()(command)
+    app.command()(prepare)
+    app.command(context_settings={"allow_extra_args": True})(train)  # the `auto` of `--resume auto`
+    app.command()(config)

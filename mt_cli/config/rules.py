@@ -118,6 +118,9 @@ def check_train(t: TrainConfig) -> None:
         require(getattr(t, name) >= 0, f"train.{name}={getattr(t, name)} must be >= 0")
     require(t.lr > 0, f"train.lr={t.lr} must be positive")
     require(t.max_minutes >= 0, f"train.max_minutes={t.max_minutes} must be >= 0")
+    require(
+        t.dist_timeout_minutes > 0, f"train.dist_timeout_minutes={t.dist_timeout_minutes} must be positive"
+    )
     require(0.0 <= t.label_smoothing < 1.0, f"train.label_smoothing={t.label_smoothing} must be in [0, 1)")
     require(t.clip_norm >= 0, f"train.clip_norm={t.clip_norm} must be >= 0 (0 disables)")
     require(t.weight_decay >= 0, f"train.weight_decay={t.weight_decay} must be >= 0")

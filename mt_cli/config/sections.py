@@ -210,6 +210,7 @@ class TrainConfig:
     log_every_steps: int = 100
     max_bad_steps: int = 10  # consecutive non-finite losses before the run stops
     tensorboard: bool = False  # also write the metrics to RUN/tensorboard/ (the tensorboard extra)
+    dist_timeout_minutes: float = 30.0  # DDP: how long a rank waits in a collective for the others
     # Warm start (train/warm_start.py): RUN or RUN:CHECKPOINT (default best) gives the new run its
     # weights and tokenizers; what else to carry over (nothing: a fresh optimizer and schedule); what
     # not to train.

@@ -37,7 +37,7 @@ from mt_cli.data.prepare import (
 from mt_cli.data.prepared import PreparedCorpus
 from mt_cli.disk.layout import RunDir
 from mt_cli.disk.runlock import RunLock, make_run_directory
-from mt_cli.errors import CheckpointError, InputError
+from mt_cli.errors import InputError
 from mt_cli.runtime.device import amp_dtype, resolve_device
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.text.tokenizer import (
@@ -49,27 +49,32 @@ from mt_cli.text.tokenizer import (
 )
 from mt_cli.train.backtranslation import make_synthetic
 from mt_cli.train.progress import LogFile, summary_writer
+from mt_cli.train.resuming import Start, check_same_start, check_start
 from mt_cli.train.trainer import Trainer
 from mt_cli.train.warm_start import Parent, adopt_tokenizers, find_parent
 
 
-def train(cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print) -> dict:
-    """``mt train``: from a validated config to a trained, scored run directory.
+def train(
+    cfg: Config, run_dir: Path, resume: bool, log: Callable[[str], None] = print, auto: bool = False
+) -> dict:
+    """``mt train``: from a validated config to a trained, scored run directory; ``auto``: the
+    start was decided by ``--resume auto`` (``resuming``).
 
     Every log line of the main process also goes to ``RUN/train.log``.
     """
-    run = RunDir(Path(run_dir))
+    run, start = RunDir(Path(run_dir)), Start(resume, auto)
     device = resolve_device(cfg.train.device)
-    dist = Distributed.from_env(device)
+    dist = Distributed.from_env(device, cfg.train.dist_timeout_minutes)
     try:
         amp_dtype(device, cfg.train.amp)  # refuse a bad precision before any work
         if cfg.train.tensorboard:
             summary_writer()  # and a missing tensorboard package (on every rank: all stop together)
         _check_directory(run)
+        check_same_start(run, start, dist)
         parent = _parent(cfg, run, resume)  # checked before the run directory is made
         # Rank 0 alone writes into the run (the other ranks read what it wrote), so it alone locks.
         with _owned(run, "train", enabled=dist.is_main):
-            _check_start(run, resume)  # under the lock: a second `mt train` is told who holds it
+            check_start(run, start)  # under the lock: a second `mt train` is told who holds it
             if dist.is_main:
                 save_config(cfg, run.config)
                 log = LogFile(run.log, echo=log)
@@ -114,17 +119,6 @@ def _parent(cfg: Config, run: RunDir, resume: bool) -> Parent | None:
     if cfg.train.init_from is None or resume:
         return None
     return find_parent(cfg.train.init_from, cfg, run)
-
-
-def _check_start(run: RunDir, resume: bool) -> None:
-    if resume and not run.last.exists():
-        raise CheckpointError(f"cannot resume: {run.last} does not exist (start without --resume)")
-    if not resume and (previous := run.previous_training()):
-        # A fresh start would mix its checkpoints and metrics with the old run's and replace best.pt.
-        raise CheckpointError(
-            f"{run.root} already holds a training run ({previous[0]}); continue it with "
-            f"`mt train --run {run.root} --resume`, or train into another --run"
-        )
 
 
 @contextmanager
