@@ -39,6 +39,12 @@ def check_recipe(cfg: Config) -> None:
         d.max_len + 2 <= m.max_positions,
         f"model.max_positions={m.max_positions} must be at least data.max_len + 2 = {d.max_len + 2}",
     )
+    widest = -(-(d.max_len + 1) // t.pad_to_multiple) * t.pad_to_multiple  # a padded batch's width
+    require(
+        widest <= m.max_positions,
+        f"train.pad_to_multiple={t.pad_to_multiple} pads data.max_len={d.max_len} sentences to {widest} "
+        f"positions, more than model.max_positions={m.max_positions}",
+    )
     require(
         t.max_tokens >= 2 * d.max_len,
         f"train.max_tokens={t.max_tokens} must hold one pair of data.max_len={d.max_len} tokens per side "
@@ -112,6 +118,7 @@ def check_train(t: TrainConfig) -> None:
         "log_every_steps",
         "max_bad_steps",
         "max_epochs",
+        "pad_to_multiple",
     ):
         require(getattr(t, name) >= 1, f"train.{name}={getattr(t, name)} must be at least 1")
     for name in ("max_steps", "validate_every_steps", "patience", "warmup_steps", "average_last"):

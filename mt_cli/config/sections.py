@@ -186,6 +186,7 @@ class TrainConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     amp: Literal["auto", "bf16", "fp16", "off"] = "auto"
     compile: bool = False
+    pad_to_multiple: int = 1  # batch widths rounded up to a multiple of this (few shapes for a GPU)
     max_tokens: int = 4096  # source+target tokens per batch (before accumulation)
     accum_steps: int = 1
     optimizer_betas: tuple[float, float] = (0.9, 0.98)

@@ -167,7 +167,7 @@ class Trainer:
         """Queue one optimizer update over ``accum_steps`` batches. Its outcome (loss, gradient
         norm, applied or skipped) stays on the device as ``self.pending`` until ``settle`` reads it."""
         tc = self.cfg.train
-        on_device = [batch.to(self.device) for batch in batches]
+        on_device = [batch.padded(tc.pad_to_multiple).to(self.device) for batch in batches]
         tokens = self.update_tokens(on_device)  # real target tokens, all ranks
         losses = []
         for i, b in enumerate(on_device):

@@ -101,16 +101,20 @@ class Validator:
 
     @torch.no_grad()
     def loss(self, model: Transformer, direction: int = 0) -> float:
-        """Unsmoothed NLL per real target token over the whole val split of a direction."""
-        total, tokens = 0.0, 0
+        """Unsmoothed NLL per real target token over the whole val split of a direction.
+
+        Summed on the device in float64 (what adding the batches' fp32 sums as Python floats
+        gives), and read once: a read per batch would make the host wait for each."""
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        tokens = 0
         val_pairs, val_batches = self.val_sets[direction]
         for indices in val_batches:
             batch = val_pairs.collate(indices).to(self.device)
             with autocast(self.device, self.dtype):
                 logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-            total += token_loss(logits, batch.tgt_out).item()
+            total += token_loss(logits, batch.tgt_out).double()
             tokens += batch.tgt_tokens
-        return total / max(tokens, 1)
+        return total.item() / max(tokens, 1)
 
     def validate(self, model: Transformer, step: int) -> ValResult:
         start = time.perf_counter()
