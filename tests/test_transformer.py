@@ -81,6 +81,32 @@ def test_padding_invariance(norm_first: bool) -> None:
     torch.testing.assert_close(got[:, :5], expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_is_causal_in_place_of_the_decoder_mask_changes_no_real_position(
+    monkeypatch, norm_first: bool
+) -> None:
+    """CUDA's decoder self-attention (SDPA ``is_causal``, no mask), run here on the CPU: the
+    logits of every real target position and every gradient are those of the masked path."""
+    from mt_cli.model import attention
+
+    src, tgt = random_batch(3, 6, 7, src_lengths=[6, 3, 1])
+    tgt[1, 4:] = PAD  # right padding, as collate makes it
+    tgt[2, 2:] = PAD
+    real = tgt != PAD
+    found = []
+    for by_position in (False, True):
+        monkeypatch.setattr(attention, "_causal_by_position", lambda q, chosen=by_position: chosen)
+        model = tiny(norm_first).train()  # dropout 0: the same function in both
+        logits = logits_of(model, src, tgt)
+        logits[real].logsumexp(-1).sum().backward()
+        found.append((logits.detach(), [p.grad for p in model.parameters()]))
+    (masked, masked_grads), (causal, causal_grads) = found
+    torch.testing.assert_close(causal[real], masked[real], atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(causal[~real], masked[~real], atol=1e-3)  # padded rows: not compared
+    for got, expected in zip(causal_grads, masked_grads):
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
 def step_all(
     model: Transformer, cache: DecoderCache, tokens: torch.Tensor, start: int = 0
 ) -> tuple[torch.Tensor, DecoderCache]:

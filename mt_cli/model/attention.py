@@ -27,6 +27,18 @@ def _explicit_for_training(q: Tensor) -> bool:
     return q.requires_grad and q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16)
 
 
+def _causal_by_position(q: Tensor) -> bool:
+    """Whether the decoder's self-attention passes SDPA ``is_causal`` in place of its mask: on CUDA,
+    where a boolean mask rules out SDPA's flash kernel.
+
+    For every real target position the two are the same: padding follows the real positions, so
+    each key a real position may see (its past) is real. Only the padded positions' outputs
+    differ, and nothing reads them: the loss skips them and no real position attends to them.
+    The CPU keeps the mask, and its numbers.
+    """
+    return q.is_cuda
+
+
 # ATen's CPU bmm multiplies matrices of fewer multiply-adds than this in a scalar loop (torch 2.13),
 # ~2x slower than a broadcast product and a sum at the first steps of decoding (L*M*Dh < 400).
 _SCALAR_BMM_BELOW = 400
@@ -102,9 +114,16 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, length, parts, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
 
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None,
+        need_weights: bool = False,
+        causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """q (B, H, L, Dh), k/v (B, H, M, Dh), mask broadcastable to (B, H, L, M).
+        """q (B, H, L, Dh), k/v (B, H, M, Dh), mask broadcastable to (B, H, L, M); ``causal``:
+        the mask is causal AND right padding (``_causal_by_position``).
 
         Returns the projected output (B, L, D) and, if asked, the attention weights
         (B, H, L, M) before dropout.
@@ -114,6 +133,8 @@ class MultiHeadAttention(nn.Module):
             # SDPA does not return its weights, nor trains fast in bf16 on the CPU: computed here.
             weights = self._weights(q, k, mask)  # (B, H, L, M)
             ctx = F.dropout(weights, p, self.training) @ v  # (B, H, L, Dh)
+        elif causal and _causal_by_position(q):
+            ctx = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, H, L, Dh)
         else:
             ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, L, Dh)
         return self._merge(ctx), weights if need_weights else None
@@ -160,10 +181,11 @@ class SelfAttention(MultiHeadAttention):
         self._reset(self.qkv)
 
     def forward(
-        self, x: Tensor, mask: Tensor | None, need_weights: bool = False
+        self, x: Tensor, mask: Tensor | None, need_weights: bool = False, causal: bool = False
     ) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, D); ``causal``: ``mask`` is causal AND right padding (the decoder's)."""
         q, k, v = self._heads(self.qkv(x), 3).unbind(0)  # each (B, H, T, Dh)
-        return self.attend(q, k, v, mask, need_weights)
+        return self.attend(q, k, v, mask, need_weights, causal)
 
     def step(self, x: Tensor, past_k: Tensor, past_v: Tensor, length: int) -> tuple[Tensor, Tensor, Tensor]:
         """One new position x (B, 1, D) after ``length`` cached positions of the k/v buffers

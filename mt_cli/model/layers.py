@@ -9,7 +9,8 @@ and are passed to SDPA as they are, never converted to additive floats:
 
 * ``src_mask``: (B, 1, 1, S), source key padding; used by encoder self-attention and decoder
   cross-attention.
-* ``tgt_mask``: (B, 1, T, T), causal AND target key padding; used by decoder self-attention.
+* ``tgt_mask``: (B, 1, T, T), causal AND target key padding; used by decoder self-attention
+  (on CUDA as SDPA's ``is_causal``: the same for every real position, ``attention``).
 
 They are built once, in the data collate; these modules only consume them. A row with no
 allowed key attends to nothing and yields zeros, not NaN.
@@ -114,10 +115,10 @@ class DecoderLayer(nn.Module):
         """x (B, T, D), memory (B, S, D), src_mask (B, 1, 1, S), tgt_mask (B, 1, T, T) -> (B, T, D)."""
         k, v = self.cross_attn.project_kv(memory)  # each (B, H, S, Dh)
         if self.norm_first:
-            x = x + self.dropout(self.self_attn(self.norm1(x), tgt_mask)[0])
+            x = x + self.dropout(self.self_attn(self.norm1(x), tgt_mask, causal=True)[0])
             x = x + self.dropout(self.cross_attn(self.norm2(x), k, v, src_mask)[0])
             return x + self.dropout(self.ffn(self.norm3(x)))
-        x = self.norm1(x + self.dropout(self.self_attn(x, tgt_mask)[0]))
+        x = self.norm1(x + self.dropout(self.self_attn(x, tgt_mask, causal=True)[0]))
         x = self.norm2(x + self.dropout(self.cross_attn(x, k, v, src_mask)[0]))
         return self.norm3(x + self.dropout(self.ffn(x)))
 
