@@ -6,9 +6,11 @@ line and leave nothing behind; the hub path works from a cache in the hub's own 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +31,22 @@ transformers = pytest.importorskip("transformers")
 UNKNOWN = ["Ein Hund 🐕 läuft über die Straße ☃.", "", "Zwei   Männer\tspielen Fußball."]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Iterator[None]:
+    """The tiny Marian model's matmuls gain nothing from a second thread, and on a busy 2-core
+    machine the threads' synchronisation makes its training and decoding several times slower
+    (250 updates: 64 s on one thread, over 5 minutes on two beside another busy process)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_marian(tmp_path_factory.mktemp("marian") / "opus-mt-tiny-de-en")
+    # 250 updates: 800 distinct greedy outputs of test2016's 1,000 (the test below needs 500),
+    # and generate's lines met as often as after 400 (996-1000 of 1,000 here, 995-1000 there).
+    return save_marian(tmp_path_factory.mktemp("marian") / "opus-mt-tiny-de-en", steps=250)
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +138,7 @@ def test_the_card_names_the_parent_and_the_run_has_what_a_run_has(
 
 
 def _mt(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**(os.environ if env is None else env), "OMP_NUM_THREADS": "1"}  # as _one_thread
     return subprocess.run(
         [sys.executable, "-m", "mt_cli", *args], capture_output=True, text=True, env=env, timeout=300
     )
@@ -176,8 +192,6 @@ def _hub_cache(marian_dir: Path, home: Path, repo: str, commit: str) -> None:
 def test_a_hub_id_imports_from_the_cache_offline_and_names_its_revision(
     marian_dir: Path, tmp_path: Path
 ) -> None:
-    import os
-
     commit = "0123456789abcdef0123456789abcdef01234567"
     _hub_cache(marian_dir, tmp_path / "hf", "Helsinki-NLP/opus-mt-tiny", commit)
     env = os.environ | {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
