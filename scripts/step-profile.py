@@ -36,7 +36,7 @@ args.run_dir.mkdir(parents=True, exist_ok=True)
 run = RunDir(args.run_dir)
 device = resolve_device(cfg.train.device)
 on_gpu = device.type == "cuda"
-dist = Distributed.from_env(device)
+dist = Distributed.from_env(device, cfg.train.dist_timeout_minutes)
 torch.manual_seed(cfg.train.seed)
 trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, lambda message: None), dist, print)
 updates = trainer.epoch_updates()

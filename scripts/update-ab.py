@@ -34,7 +34,7 @@ from mt_cli.train.trainer import Trainer
 recipe = Path(mt_cli.__file__).parents[1] / "configs" / "multi30k.yaml"
 cfg = load_config(recipe, ["train.val_bleu=false", "train.test_at_end=false", *sys.argv[2:]])
 run = RunDir(Path(sys.argv[1]))
-dist = Distributed.from_env(torch.device("cpu"))
+dist = Distributed()  # one process
 torch.manual_seed(cfg.train.seed)
 trainer = Trainer(cfg, run, prepare_data(cfg, run, dist, lambda message: None), dist, lambda message: None)
 updates = trainer.epoch_updates()
