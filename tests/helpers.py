@@ -57,6 +57,14 @@ FAST_TRAINING = [
 ]
 
 
+def torchrun_train(torchrun_args: Sequence[str], run_dir: Path, overrides: Sequence[str]) -> list[str]:
+    """The command line of `mt train --config tiny` under torchrun with ``torchrun_args``. As
+    documented, the run is --run-dir: torchrun's parser takes --run for its own --run-path."""
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args, "-m", "mt_cli", "train",
+            "--config", "tiny", "--run-dir", str(run_dir), *sets]  # fmt: skip
+
+
 def quiet(message: str) -> None:
     """A log that says nothing."""
 

@@ -10,13 +10,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import FAST_TRAINING, end_group, processes_left, start_child, wait_until
+from helpers import FAST_TRAINING, end_group, processes_left, start_child, torchrun_train, wait_until
 
 from mt_cli.checkpoint import Checkpoint
 
@@ -49,10 +48,7 @@ def start_nodes(run_dir: Path) -> list[subprocess.Popen]:
     """Two torchrun agents, each a node of one worker, meeting at a c10d rendezvous."""
     port, nodes = free_port(), []
     for node in range(2):
-        command = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
+        rendezvous = [
             "--nnodes=2",
             "--nproc-per-node=1",
             "--rdzv-backend=c10d",
@@ -61,15 +57,8 @@ def start_nodes(run_dir: Path) -> list[subprocess.Popen]:
             f"--rdzv-conf=is_host={node == 0}",  # node 0 serves the rendezvous store
             "--local-addr=127.0.0.1",
             "--max-restarts=1",
-            "-m",
-            "mt_cli",
-            "train",
-            "--config",
-            "tiny",
-            "--run-dir",
-            str(run_dir),
-            *[arg for override in RECIPE for arg in ("--set", override)],
         ]
+        command = torchrun_train(rendezvous, run_dir, RECIPE)
         log = (run_dir.parent / f"{run_dir.name}.node{node}.log").open("w")
         env = {**os.environ, "OMP_NUM_THREADS": "1", **ELASTIC_ENV}
         nodes.append(start_child(command, stdout=log, stderr=subprocess.STDOUT, cwd="/", env=env))

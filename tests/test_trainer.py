@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import CONFIGS, FAST_TRAINING
+from helpers import CONFIGS, FAST_TRAINING, torchrun_train
 from typer.testing import CliRunner
 
 from mt_cli.checkpoint import Checkpoint
@@ -331,26 +331,8 @@ def test_sigint_saves_a_resumable_checkpoint(tmp_path, data_dir, spawn) -> None:
 )
 def test_two_process_gloo_ddp_trains(tmp_path, data_dir, loading: list[str]) -> None:
     run_dir = tmp_path / "ddp"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node=2",
-        "--master_port=29533",
-        "-m",
-        "mt_cli",
-        "train",
-        "--config",
-        "tiny",
-        # As documented: torchrun's parser rejects --run as an abbreviation of its --run-path.
-        "--run-dir",
-        str(run_dir),
-        *[
-            arg
-            for o in [*FAST_TRAINING, *loading, "train.max_steps=6", "train.device=cpu"]
-            for arg in ("--set", o)
-        ],
-    ]
+    overrides = [*FAST_TRAINING, *loading, "train.max_steps=6", "train.device=cpu"]
+    cmd = torchrun_train(["--nproc_per_node=2", "--master_port=29533"], run_dir, overrides)
     result = subprocess.run(
         cmd, capture_output=True, text=True, timeout=300, cwd="/", env={**os.environ, "OMP_NUM_THREADS": "1"}
     )

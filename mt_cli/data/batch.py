@@ -65,16 +65,12 @@ class Batch:
         """The batch on ``device``. A copy to a GPU goes through pinned memory: from pageable
         memory CUDA waits for the device's queued work before copying, a host stall per batch."""
         tensors = ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask")
-        pin = torch.device(device).type == "cuda" and not self.src.is_cuda and torch.cuda.is_available()
-        return replace(
-            self,
-            **{
-                name: (getattr(self, name).pin_memory() if pin else getattr(self, name)).to(
-                    device, non_blocking=True
-                )
-                for name in tensors
-            },
-        )
+        pin = torch.device(device).type == "cuda" and not self.src.is_cuda
+        moved = {}
+        for name in tensors:
+            tensor = getattr(self, name)
+            moved[name] = (tensor.pin_memory() if pin else tensor).to(device, non_blocking=True)
+        return replace(self, **moved)
 
 
 def _pad(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:

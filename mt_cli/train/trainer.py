@@ -83,7 +83,6 @@ class Trainer:
         self.metrics = MetricsLog(run.metrics, enabled=dist.is_main, tensorboard=board)
         self.stop_signal: str | None = None
         self.pending: UpdateOutcome | None = None  # the last update's outcome, still on the device
-        self.settled: Settled | None = None  # the last outcome read
         # Where reading an outcome waits for the device, it is read one update late (``outcome``).
         self.lag_reads = self.device.type == "cuda"
         self.peak_flops, self.peak_source = peak_flops(self.device, self.dtype)  # this device's, for MFU
@@ -168,7 +167,8 @@ class Trainer:
         norm, applied or skipped) stays on the device as ``self.pending`` until ``settle`` reads it."""
         tc = self.cfg.train
         on_device = [batch.padded(tc.pad_to_multiple).to(self.device) for batch in batches]
-        tokens = self.update_tokens(on_device)  # real target tokens, all ranks
+        local_tokens = sum(b.tgt_tokens for b in batches)  # real target tokens, this rank
+        tokens = self.update_tokens(on_device, local_tokens)  # and all ranks
         losses = []
         for i, b in enumerate(on_device):
             with nullcontext() if i == len(on_device) - 1 else self.dist.no_sync(self.ddp):
@@ -189,12 +189,12 @@ class Trainer:
             group["lr"] = lr
         self.step_optimizer(grad_norm)
         self.optimizer.zero_grad(set_to_none=True)
-        self.pending = UpdateOutcome(losses, grad_norm, sum(b.tgt_tokens for b in batches))
+        self.pending = UpdateOutcome(losses, grad_norm, local_tokens)
 
-    def update_tokens(self, batches: list[Batch]) -> int | torch.Tensor:
-        """The real target tokens of an update on all ranks: the loss's divisor. Summed across ranks
-        on the device (a tensor), so that no rank waits for the sum before queueing its passes."""
-        local = sum(b.tgt_tokens for b in batches)
+    def update_tokens(self, batches: list[Batch], local: int) -> int | torch.Tensor:
+        """The real target tokens of an update on all ranks (``local`` on this one): the loss's
+        divisor. Under DDP counted and summed on the device (a tensor), so that no rank waits for
+        the sum, nor for a copy of ``local`` to the device, before queueing its passes."""
         if not self.dist.active:
             return local
         counted = torch.stack([b.tgt_out.ne(PAD_ID).sum() for b in batches]).sum()  # (,) long
@@ -203,12 +203,13 @@ class Trainer:
     def step_optimizer(self, grad_norm: torch.Tensor) -> None:
         """Apply the update unless the gradient is not finite, decided on the device: fused AdamW
         skips itself when its ``found_inf`` is 1, as the fp16 scaler arranges with its own flag."""
-        if not self.scaler.is_enabled():
-            self.optimizer.found_inf = grad_norm.isfinite().logical_not().float()
-        self.scaler.step(self.optimizer)
-        if not self.scaler.is_enabled():
-            del self.optimizer.found_inf
-        self.scaler.update()
+        if self.scaler.is_enabled():
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            return
+        self.optimizer.found_inf = grad_norm.isfinite().logical_not().float()
+        self.optimizer.step()
+        del self.optimizer.found_inf
 
     def settle(self) -> Settled | None:
         """Read the queued update's outcome (waiting for it if need be) and count it; returns it."""
@@ -216,7 +217,6 @@ class Trainer:
             return None
         settled, self.pending = self.pending.read(), None
         self.progress.count_update(settled.applied, self.cfg.train.max_bad_steps)
-        self.settled = settled
         return settled
 
     def decided_by(self, step: int) -> bool:
