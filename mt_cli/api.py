@@ -5,8 +5,8 @@
 or CTranslate2's, alone or as an ensemble of several runs; the ``Model`` it returns takes lists of
 lines and returns the typed results of ``decode.results``, one per line, in order, and translates
 whole documents (plain text split into sentences, HTML, subtitles) and files (.txt, .html, .srt,
-.docx) through ``documents``. Whatever goes wrong is an ``MtError`` with a one-line message
-(``InputError`` for what the caller can fix).
+.docx, .pptx, .odt, .odp, .epub) through ``documents``. Whatever goes wrong is an ``MtError``
+with a one-line message (``InputError`` for what the caller can fix).
 """
 
 from __future__ import annotations
@@ -211,8 +211,9 @@ class Model:
         **overrides: Any,
     ) -> bytes:
         """Translate a whole file: ``data``, its bytes, read as ``form`` ("text", "html", "srt":
-        UTF-8, as ``translate_documents`` reads them; "docx": a Word document, its runs and their
-        formatting kept), and the translated file's bytes back. Options as for
+        UTF-8, as ``translate_documents`` reads them; "docx", "pptx", "odt", "odp", "epub": a
+        Word document, a PowerPoint presentation, an OpenDocument text or presentation, an EPUB
+        book, their runs and formatting kept), and the translated file's bytes back. Options as for
         ``translate_documents``; ``progress(done, total)`` hears of the sentences translated
         after each ``FILE_CHUNK`` of them; ``name`` is the file as an error message calls it."""
         kind = _member(FileFormat, form, "format")

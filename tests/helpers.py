@@ -414,3 +414,164 @@ def word_file() -> bytes:
     written = io.BytesIO()
     document.save(written)
     return written.getvalue()
+
+
+def slides_file() -> bytes:
+    """A .pptx of two slides, as python-pptx writes it: a title, a body paragraph whose sentence
+    has a bold run inside it, and speaker notes on the first; a title on the second."""
+    import pptx
+
+    presentation = pptx.Presentation()
+    first = presentation.slides.add_slide(presentation.slide_layouts[1])
+    first.shapes.title.text = "Ein Titel."
+    paragraph = first.placeholders[1].text_frame.paragraphs[0]
+    for text, bold in (("Ein ", None), ("Mann", True), (" fährt Fahrrad. Zwei Hunde.", None)):
+        run = paragraph.add_run()
+        run.text, run.font.bold = text, bold
+    first.notes_slide.notes_text_frame.text = "Eine Notiz."
+    presentation.slides.add_slide(presentation.slide_layouts[5]).shapes.title.text = "Zweite Folie."
+    written = io.BytesIO()
+    presentation.save(written)
+    return written.getvalue()
+
+
+ODF_NAMESPACES = " ".join(
+    f'xmlns:{prefix}="urn:oasis:names:tc:opendocument:xmlns:{name}"'
+    for prefix, name in [
+        ("office", "office:1.0"), ("style", "style:1.0"), ("text", "text:1.0"), ("table", "table:1.0"),
+        ("draw", "drawing:1.0"), ("presentation", "presentation:1.0"), ("fo", "xsl-fo-compatible:1.0"),
+        ("svg", "svg-compatible:1.0"),
+    ]
+)  # fmt: skip
+ODF_STYLES = (
+    '<style:style style:name="T1" style:family="text"><style:text-properties fo:font-weight="bold"/>'
+    '</style:style><style:style style:name="T2" style:family="text">'
+    '<style:text-properties fo:font-style="italic"/></style:style>'
+)
+ODT_BODY = (
+    '<office:text><text:h text:outline-level="1">Eine Überschrift.</text:h>'
+    '<text:p>Ein <text:span text:style-name="T1">Mann</text:span> fährt Fahrrad. Zwei<text:s/>'
+    '<text:span text:style-name="T2">Hunde</text:span> spielen.<text:tab/>Ende</text:p>'
+    "<text:p>42</text:p><text:list><text:list-item><text:p>Im Garten.</text:p></text:list-item></text:list>"
+    '<text:p>Mit Notiz<text:note text:id="n1" text:note-class="footnote"><text:note-citation>1'
+    "</text:note-citation><text:note-body><text:p>Die Notiz.</text:p></text:note-body></text:note>"
+    " hier.</text:p></office:text>"
+)
+ODP_PAGE = (
+    '<draw:page draw:name="{name}" draw:master-page-name="Default"><draw:frame svg:x="2cm" svg:y="2cm" '
+    'svg:width="20cm" svg:height="4cm"><draw:text-box>{text}</draw:text-box></draw:frame>'
+    '<presentation:notes><draw:frame svg:x="2cm" svg:y="12cm" svg:width="17cm" svg:height="10cm">'
+    "<draw:text-box><text:p>{notes}</text:p></draw:text-box></draw:frame></presentation:notes></draw:page>"
+)
+ODP_BODY = "<office:presentation>{}</office:presentation>".format(
+    ODP_PAGE.format(
+        name="p1",
+        text='<text:p>Ein <text:span text:style-name="T1">Mann</text:span> fährt Fahrrad.</text:p>',
+        notes="Eine Notiz.",
+    )
+    + ODP_PAGE.format(name="p2", text="<text:p>Zweite Folie.</text:p>", notes="")
+)
+
+
+def odf_file(kind: str = "text", body: str | None = None) -> bytes:
+    """An OpenDocument text (``kind`` "text": a heading, a paragraph with bold and italic spans
+    inside sentences, a space and a tab, a list, a footnote, a page header) or presentation
+    ("presentation": two slides, each with a text box and notes), as zip and XML, with a
+    picture that only the manifest names."""
+    import zipfile
+
+    body = body or (ODT_BODY if kind == "text" else ODP_BODY)
+    header = "<style:header><text:p>Kopf.</text:p></style:header>" if kind == "text" else ""
+    declaration = '<?xml version="1.0" encoding="UTF-8"?>\n'
+    content = (
+        f'{declaration}<office:document-content {ODF_NAMESPACES} office:version="1.3">'
+        f"<office:automatic-styles>{ODF_STYLES}</office:automatic-styles>"
+        f"<office:body>{body}</office:body></office:document-content>"
+    )
+    styles = (
+        f'{declaration}<office:document-styles {ODF_NAMESPACES} office:version="1.3">'
+        '<office:automatic-styles><style:page-layout style:name="pm1"/></office:automatic-styles>'
+        "<office:master-styles>"
+        f'<style:master-page style:name="{"Standard" if kind == "text" else "Default"}" '
+        f'style:page-layout-name="pm1">{header}</style:master-page></office:master-styles></office:document-styles>'
+    )
+    media = f"application/vnd.oasis.opendocument.{kind}"
+    entries = "".join(
+        f'<manifest:file-entry manifest:full-path="{path}" manifest:media-type="{kind}"{version}/>'
+        for path, kind, version in [
+            ("/", media, ' manifest:version="1.3"'), ("content.xml", "text/xml", ""),
+            ("styles.xml", "text/xml", ""), ("Pictures/unnamed.png", "image/png", ""),
+        ]
+    )  # fmt: skip
+    manifest = (
+        f'{declaration}<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"'
+        f' manifest:version="1.3">{entries}</manifest:manifest>'
+    )
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("mimetype", (2020, 1, 2, 3, 4, 6)), media, zipfile.ZIP_STORED)
+        for name, data in [
+            ("content.xml", content), ("styles.xml", styles), ("META-INF/manifest.xml", manifest),
+            ("Pictures/unnamed.png", b"\x89PNG not really"),
+        ]:  # fmt: skip
+            archive.writestr(zipfile.ZipInfo(name, (2020, 1, 2, 3, 4, 6)), data, zipfile.ZIP_DEFLATED)
+    return written.getvalue()
+
+
+XHTML = (
+    '<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml" '
+    'xmlns:epub="http://www.idpf.org/2007/ops"><head><title>{title}</title></head><body>{body}</body></html>'
+)
+CHAPTERS = {
+    "Text/eins.xhtml": XHTML.format(
+        title="Kapitel eins",
+        body='<h1>Kapitel eins</h1><p>Ein <em class="x">Mann</em> fährt Fahrrad. Zwei Hunde spielen.'
+        "<br/>Eine Frau liest.</p><p>42</p><!-- Ein Kommentar. --><ul><li>Im <b>Garten</b>.</li></ul>"
+        '<p>Ein Bild <img src="../Images/a.png" alt="Ein Bild"/> hier.</p><script>var x = "Nein.";</script>',
+    ),
+    "Text/zwei.xhtml": XHTML.format(title="Kapitel zwei", body="<div><p>Ein Hund.</p> Und eine Katze.</div>"),
+}
+
+
+def epub_file(chapters: dict[str, str] | None = None) -> bytes:
+    """An EPUB 3 of two chapters (XHTML with inline markup, a line break, an image, a script and
+    a comment) in its spine, a navigation document outside it, a stylesheet and an image."""
+    import zipfile
+
+    chapters = CHAPTERS if chapters is None else chapters
+    items = "".join(
+        f'<item id="c{number}" href="{name}" media-type="application/xhtml+xml"/>'
+        for number, name in enumerate(chapters)
+    )
+    spine = "".join(f'<itemref idref="c{number}"/>' for number in range(len(chapters)))
+    opf = (
+        '<?xml version="1.0" encoding="utf-8"?>\n<package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
+        'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        '<dc:identifier id="id">urn:uuid:0</dc:identifier><dc:title>Ein Buch</dc:title>'
+        '<dc:language>de</dc:language><meta property="dcterms:modified">2020-01-01T00:00:00Z</meta>'
+        f'</metadata><manifest><item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" '
+        f'properties="nav"/>{items}<item id="img" href="Images/a.png" media-type="image/png"/>'
+        '<item id="css" href="Styles/s.css" media-type="text/css"/>'
+        f"</manifest><spine>{spine}</spine></package>"
+    )
+    container = (
+        '<?xml version="1.0"?>\n<container version="1.0" '
+        'xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+        '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+        "</rootfiles></container>"
+    )
+    nav = XHTML.format(
+        title="Inhalt",
+        body='<nav epub:type="toc"><ol><li><a href="Text/eins.xhtml">Kapitel eins</a></li></ol></nav>',
+    )
+    members = {
+        "META-INF/container.xml": container, "OEBPS/content.opf": opf, "OEBPS/nav.xhtml": nav,
+        **{f"OEBPS/{name}": text for name, text in chapters.items()},
+        "OEBPS/Styles/s.css": "p { margin: 0 }", "OEBPS/Images/a.png": b"\x89PNG not really",
+    }  # fmt: skip
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("mimetype", "application/epub+zip", zipfile.ZIP_STORED)
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return written.getvalue()

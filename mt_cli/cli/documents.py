@@ -1,7 +1,8 @@
 """``mt translate``'s input: lines, read in chunks, and ``--format``: lines, plain text whose
-lines are split into sentences, or a whole file (HTML, SubRip subtitles, a Word document), the
-format picked by ``-i``'s extension when ``--format`` is not given (the ``documents`` wing splits
-and puts back; the model's API, ``Model.translate_document`` and ``translate_file``, translates)."""
+lines are split into sentences, or a whole file (HTML, SubRip subtitles, a Word, PowerPoint or
+OpenDocument file, an EPUB book), the format picked by ``-i``'s extension when ``--format`` is not
+given (the ``documents`` wing splits and puts back; the model's API, ``Model.translate_document``
+and ``translate_file``, translates)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,11 @@ class InputFormat(str, enum.Enum):
     TEXT = "text"  # paragraphs: each line split into sentences
     HTML = "html"  # one HTML page or fragment
     SRT = "srt"  # SubRip subtitles
-    DOCX = "docx"  # a Word document (bytes: -i and -o)
+    DOCX = "docx"  # a Word document (bytes: -i and -o, as the four below)
+    PPTX = "pptx"  # a PowerPoint presentation
+    ODT = "odt"  # an OpenDocument text
+    ODP = "odp"  # an OpenDocument presentation
+    EPUB = "epub"  # an EPUB e-book
 
     @property
     def document(self) -> DocumentFormat | None:
@@ -48,9 +53,10 @@ FormatOption = option(
     "-f",
     help="lines: a sentence a line (--n-best, --align, --json need it); text: paragraphs, each line "
     "split into sentences, its whitespace kept; html: one HTML page or fragment, its markup kept; "
-    "srt: SubRip subtitles, numbers and timings kept; docx: a Word document, its runs' formatting "
-    "kept (needs -i and -o). Default: by -i's extension (.txt text, .html/.htm html, .srt srt, "
-    ".docx docx), else lines.",
+    "srt: SubRip subtitles, numbers and timings kept; docx, pptx, odt, odp, epub: a Word document, "
+    "a PowerPoint presentation, an OpenDocument text or presentation, an EPUB book, the formatting "
+    "of their runs kept (need -i and -o). Default: by -i's extension (.txt text, .html/.htm html, "
+    ".srt srt, .docx, .pptx, .odt, .odp, .epub theirs), else lines.",
 )
 
 
@@ -59,9 +65,10 @@ def input_format(
 ) -> InputFormat:
     """The format to read: ``given``, else ``-i``'s extension's, else lines (and lines too for a
     .txt file with an option that prints per line, as such files were read before formats). An
-    InputError for an option that prints per line with a format that prints a document, for docx
-    without -i and -o, or for a document format without its sentence splitter installed: before
-    the model loads. ``per_line``: each such option and whether it was given."""
+    InputError for an option that prints per line with a format that prints a document, for a
+    binary format (docx, ...) without -i and -o, or for a document format without its sentence
+    splitter installed: before the model loads. ``per_line``: each such option and whether it was
+    given."""
     form = given
     if form is None and input_file is not None and (found := format_of(input_file.name)) is not None:
         form = InputFormat(found.value)
@@ -73,8 +80,9 @@ def input_format(
     for name, used in per_line.items():
         if used:
             raise InputError(f"{name} needs --format lines: --format {form.value} writes translated text")
-    if form is InputFormat.DOCX and (input_file is None or output_file is None):
-        raise InputError("--format docx reads and writes files: give -i FILE.docx and -o OUT.docx")
+    if form.file is not None and form.file.binary and (input_file is None or output_file is None):
+        name = form.value
+        raise InputError(f"--format {name} reads and writes files: give -i FILE.{name} and -o OUT.{name}")
     segmenter()
     return form
 

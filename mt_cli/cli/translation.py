@@ -110,7 +110,8 @@ def translate(
     answered at once. --n-best prints Moses rows (i ||| text ||| score), --align appends Pharaoh
     word alignments (||| 0-0 1-2 ...), --json one object per line. --format text splits each
     line into sentences; --format html translates one HTML page or fragment, keeping its markup;
-    srt and docx translate subtitles and Word files. -i FILE picks the format by its extension.
+    srt, docx, pptx, odt, odp and epub translate subtitles, office files and e-books. -i FILE
+    picks the format by its extension.
     """
     from tqdm import tqdm
 
