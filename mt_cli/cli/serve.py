@@ -102,8 +102,8 @@ def serve(
 ) -> None:
     """Serve the LibreTranslate HTTP API over a trained run, and a page to try it at /.
 
-    Endpoints: POST /translate, /detect, /suggest and /translate_file (.txt, .html, .srt, .docx);
-    GET /download_file/NAME, /languages, /frontend/settings and /health.
+    Endpoints: POST /translate, /detect, /suggest and /translate_file (.txt, .html, .srt, .docx,
+    .pptx, .odt, .odp, .epub); GET /download_file/NAME, /languages, /frontend/settings and /health.
 
     Concurrent requests are decoded together; --ensemble serves several runs combined, as
     `mt translate` decodes them. SIGTERM answers the accepted requests within

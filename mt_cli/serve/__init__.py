@@ -8,7 +8,7 @@ and form fields into a checked request, ``request`` turns a /translate request i
 its answer back, ``alternatives`` makes LibreTranslate's n-best alternatives, ``detect`` tells a
 text's language (``/detect``, ``source: "auto"``), ``suggestions`` stores /suggest's corrections
 in the suggestions database on one writer thread, ``files`` answers /translate_file (a .txt,
-.html, .srt or .docx file read by the ``documents`` wing) and keeps the translated files until
+.html, .srt, .docx, .pptx, .odt, .odp or .epub file read by the ``documents`` wing) and keeps the translated files until
 their download, ``batcher`` decodes concurrent requests together, ``handlers`` answers every
 error as ``{"error": ...}`` with its status and ``server`` runs uvicorn on the listening socket.
 Imports ``documents``, ``decode`` and below; fastapi, uvicorn and lingua (the ``serve`` extra)

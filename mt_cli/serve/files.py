@@ -1,7 +1,7 @@
 """LibreTranslate's file translation: ``POST /translate_file`` and ``GET /download_file/<name>``.
 
-A client posts a multipart form: ``file`` (a .txt, .html, .htm, .srt or .docx file, read by the
-``documents`` wing by its extension), ``source`` (or ``auto``: the language of the file's text is
+A client posts a multipart form: ``file`` (a .txt, .html, .htm, .srt, .docx, .pptx, .odt, .odp or
+.epub file, read by the ``documents`` wing by its extension), ``source`` (or ``auto``: the language of the file's text is
 detected, as for /translate, and its sentences split by that language's rules), ``target`` and
 ``api_key`` (checked as for /translate). The answer is LibreTranslate's ``{"translatedFileUrl":
 "<server>/download_file/<name>"}``, where ``name`` is a random hex id, a period and the download's
@@ -13,7 +13,7 @@ Refusals, each ``{"error": ...}`` in one line: 403 when ``--max-file-size 0`` tu
 (``/frontend/settings`` then says ``"filesTranslation": false``); 413 for a file over
 ``--max-file-size`` bytes (or a body over it plus ``FORM_OVERHEAD``); 400 for a missing field,
 another extension, or a file that is not what its extension says (not UTF-8, not SubRip, not a
-Word package); 429 and 503 as for /translate. A file's sentences are decoded by the batcher in
+Word package, a hostile zip); 429 and 503 as for /translate. A file's sentences are decoded by the batcher in
 pieces of at most ``--max-request-lines``, one after the other, so a long file never holds the
 whole queue.
 
@@ -60,6 +60,10 @@ MEDIA_TYPES = {
     FileFormat.HTML: "text/html; charset=utf-8",
     FileFormat.SRT: "application/x-subrip; charset=utf-8",
     FileFormat.DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    FileFormat.PPTX: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    FileFormat.ODT: "application/vnd.oasis.opendocument.text",
+    FileFormat.ODP: "application/vnd.oasis.opendocument.presentation",
+    FileFormat.EPUB: "application/epub+zip",
 }
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
