@@ -1,21 +1,22 @@
 """LibreTranslate's file translation: ``POST /translate_file`` and ``GET /download_file/<name>``.
 
 A client posts a multipart form: ``file`` (a .txt, .html, .htm, .srt, .docx, .pptx, .odt, .odp or
-.epub file, read by the ``documents`` wing by its extension), ``source`` (or ``auto``: the language of the file's text is
-detected, as for /translate, and its sentences split by that language's rules), ``target`` and
-``api_key`` (checked as for /translate). The answer is LibreTranslate's ``{"translatedFileUrl":
-"<server>/download_file/<name>"}``, where ``name`` is a random hex id, a period and the download's
-name: the upload's name (reduced to ASCII letters, digits, ``_``, ``-`` and ``.``) with
-``_<target>`` before its extension, as argos-translate-files names a translation. The first GET of
-that URL answers the file as an attachment of that name and removes it; the second is a 404.
+.epub file, read by the ``documents`` wing by its extension), ``source`` (or ``auto``: the language
+of the file's text is detected, as for /translate, and its sentences split by that language's
+rules), ``target`` and ``api_key`` (checked as for /translate). The answer is LibreTranslate's
+``{"translatedFileUrl": "<server>/download_file/<name>"}``, where ``name`` is a random hex id, a
+period and the download's name: the upload's name (reduced to ASCII letters, digits, ``_``, ``-``
+and ``.``) with ``_<target>`` before its extension, as argos-translate-files names a translation.
+The first GET of that URL answers the file as an attachment of that name and removes it; the second
+is a 404.
 
 Refusals, each ``{"error": ...}`` in one line: 403 when ``--max-file-size 0`` turns files off
 (``/frontend/settings`` then says ``"filesTranslation": false``); 413 for a file over
 ``--max-file-size`` bytes (or a body over it plus ``FORM_OVERHEAD``); 400 for a missing field,
-another extension, or a file that is not what its extension says (not UTF-8, not SubRip, not a
-Word package, a hostile zip); 429 and 503 as for /translate. A file's sentences are decoded by the batcher in
-pieces of at most ``--max-request-lines``, one after the other, so a long file never holds the
-whole queue.
+another extension, or a file that is not what its extension says (not UTF-8, not SubRip, not a Word
+package, a hostile zip); 429 and 503 as for /translate. A file's sentences are decoded by the
+batcher in pieces of at most ``--max-request-lines``, one after the other, so a long file never
+holds the whole queue.
 
 ``FileStore`` owns the translated files: a temporary directory made at startup and removed at
 shutdown; a file is written there (under a temporary name, then renamed) only once its
