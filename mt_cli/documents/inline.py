@@ -19,6 +19,7 @@ differs the markup lands on the words at the same place, not necessarily the wor
 
 from __future__ import annotations
 
+import bisect
 import enum
 import html
 import re
@@ -64,9 +65,9 @@ def place(translation: str, length: int, atoms: Sequence[Atom]) -> str:
     for atom in atoms:
         lowest = positions[-1] if positions else 0
         above = positions[atom.after] if atom.after is not None else -1  # an element's close: past its open
-        fitting = [i for i in edges[atom.glue] if i >= lowest and i > above]
-        ideal = atom.offset / length * size
-        positions.append(min(fitting, key=lambda i: abs(i - ideal)) if fitting else size)
+        positions.append(
+            _nearest(edges[atom.glue], max(lowest, above + 1), atom.offset / length * size, size)
+        )
     pieces, done = [], 0
     for atom, position in zip(atoms, positions):
         pieces.append(html.escape(translation[done:position], quote=False))
@@ -79,6 +80,19 @@ def place(translation: str, length: int, atoms: Sequence[Atom]) -> str:
         done = position
     pieces.append(html.escape(translation[done:], quote=False))
     return "".join(pieces)
+
+
+def _nearest(edges: list[int], lowest: int, ideal: float, otherwise: int) -> int:
+    """The edge (of the ascending ``edges``) not below ``lowest`` nearest to ``ideal``, the lower
+    one of two as near; ``otherwise`` if none. A binary search: a sentence with thousands of
+    atoms (a hostile page's) costs thousands of logarithms, not their product with its words."""
+    first = bisect.bisect_left(edges, lowest)
+    if first == len(edges):
+        return otherwise
+    above = max(first, bisect.bisect_left(edges, ideal, first))
+    if above == len(edges) or above > first and ideal - edges[above - 1] <= edges[above] - ideal:
+        return edges[above - 1]
+    return edges[above]
 
 
 def _word_edges(text: str) -> tuple[list[int], list[int]]:

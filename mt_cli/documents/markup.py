@@ -1,18 +1,28 @@
 """HTML as a list of tokens that hold every character of the source, as written.
 
-The tokenizer is CPython's ``html.parser`` (the one BeautifulSoup uses by default, and through it
-LibreTranslate's HTML translation), chosen over a tree parser (lxml, html5lib, selectolax)
-because it says where each token starts: mt cuts the source at those places and keeps each
-tag, attribute, comment, doctype and entity byte for byte, changing only the text it translates.
-A tree parser would serialize its own tree instead: attributes requoted, entities rewritten,
-broken markup repaired. The tokens' source texts joined are the input, always.
+mt cuts the source at the places where HTML's tokenizer (the WHATWG standard's, which every
+browser runs) starts and ends each token, and keeps each tag, attribute, comment, doctype and
+entity byte for byte, changing only the text it translates. A tree parser (lxml, html5lib,
+selectolax) would serialize its own tree instead: attributes requoted, entities rewritten, broken
+markup repaired. The tokens' source texts joined are the input, always.
+
+The tokenizer is mt's own (``_scan``), a handful of compiled regular expressions applied once
+each from left to right: linear in the input, whatever it holds. Python's ``html.parser``, used
+before, rescans an unfinished tag on every ``<`` after it (60 KB of ``<a `` took 36 s, 1 MiB
+hours), hides the rest of a page in a text after a bare ``&#``, translated an unclosed ``<!--``,
+and changes its reading between Python releases. Where the input ends inside a tag, comment or
+declaration, the rest is that markup, kept as written and never translated (a browser shows
+none of it); a ``<`` that starts no markup (``a < b``, ``</`` at the end) and an ``&`` that starts
+no character reference (``&#``, ``&x``) are text; NUL characters, which a browser does not show,
+are kept where they are and never reach the engine.
 
 Each token knows its context, from a stack of the open elements (an end tag closes the nearest
 open element of its name and any inside it; one that closes nothing changes nothing):
 
 * Text is translated unless it is inside ``script``, ``style``, ``pre``, ``textarea``, ``code``,
-  ``kbd``, ``samp`` or ``var``, or inside an element whose nearest ``translate`` attribute says
-  ``no`` (HTML's rule: ``translate="yes"`` inside it translates again).
+  ``kbd``, ``samp``, ``var`` or an element whose content HTML reads as raw text (``xmp``,
+  ``iframe``, ``noembed``, ``noframes``, ``plaintext``), or inside an element whose nearest
+  ``translate`` attribute says ``no`` (HTML's rule: ``translate="yes"`` inside it translates again).
 * A tag of a text-level element (``b``, ``i``, ``a``, ``span``, ``code``, ``img`` ... the set
   ``INLINE``) sits inside a sentence; any other tag (``p``, ``div``, ``li``, ``br``, ``td`` ...,
   and unknown ones) ``breaks`` the text: no sentence crosses it.
@@ -22,15 +32,18 @@ from __future__ import annotations
 
 import enum
 import html
+import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from html.parser import HTMLParser
+from html.entities import html5
 
 INLINE = frozenset(
     "a abbr acronym b bdi bdo big cite code data del dfn em font i img ins kbd mark q s samp small "
     "span strike strong sub sup time tt u var wbr".split()
 )
-UNTRANSLATED = frozenset("script style pre textarea code kbd samp var".split())
+RAW_TEXT = frozenset("script style xmp iframe noembed noframes plaintext".split())  # content read as text
+UNTRANSLATED = frozenset("pre textarea code kbd samp var".split()) | RAW_TEXT
 VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
 
 
@@ -38,7 +51,7 @@ class Kind(enum.Enum):
     TEXT = "text"  # characters (entities decoded in ``text``)
     START = "start"  # a start tag
     END = "end"  # an end tag
-    OTHER = "other"  # a comment, doctype, processing instruction, or bytes the parser skips
+    OTHER = "other"  # a comment, doctype, bogus comment, markup the input ends in, NUL characters
 
 
 @dataclass(frozen=True)
@@ -52,75 +65,165 @@ class Token:
     partner: int | None = None  # END: the index of the START it closes
 
 
+# A tag as the standard's tag states read it, matching only a whole tag (one that ends in ">").
+# Each piece is as long as it can be (the lookaheads after names and values) and the attributes
+# are one atomic group (a lookahead, which Python never re-enters, and a reference to what it
+# matched): a tag that does not end fails after one pass, no piece retried shorter.
+_S = "\t\n\f\r "  # HTML's whitespace, and CR (which a browser turns into a line feed first)
+_VALUE = rf"\"[^\"]*\"|'[^']*'|[^{_S}>\"'][^{_S}>]*(?![^{_S}>])"
+_ATTRIBUTE = (
+    rf"[^{_S}/>][^{_S}/>=]*(?![^{_S}/>=])"  # a name ("=" may begin one)
+    rf"(?:[{_S}]*=[{_S}]*(?:{_VALUE}|(?=>))|(?![{_S}]*=))"  # "=" and a value (maybe none), or no "="
+)
+_TAG = re.compile(
+    rf"</?(?P<name>[A-Za-z][^{_S}/>]*)(?![^{_S}/>])"
+    rf"(?=(?P<attributes>(?:[{_S}]+|/(?!>)|{_ATTRIBUTE})*))(?P=attributes)(?P<closed>/?)>"
+)
+_NAMED = re.compile(rf"(?P<name>[^{_S}/>][^{_S}/>=]*)(?:[{_S}]*=[{_S}]*(?P<value>{_VALUE})?)?")
+_COMMENT_END = re.compile(r"--!?>")
+_TEXT_ELEMENTS = RAW_TEXT | {"title", "textarea"}  # their content has no markup: text up to their end tag
+_TEXT_END = {name: re.compile(rf"</{name}[{_S}/>]", re.IGNORECASE) for name in _TEXT_ELEMENTS - {"plaintext"}}
+# A character reference as html.unescape finds one (a named one may be a longer name's prefix:
+# "&amplifier" is "&" and "lifier"), or NULs, which a browser does not show: kept, never text.
+_REFERENCE = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;\0]{1,32};?)|\0+")
+_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
 @dataclass(frozen=True)
 class _Event:
-    start: int
     kind: Kind
-    raw: str | None = None  # TEXT: its exact source text (None: up to the next event)
-    tag: str = ""
+    start: int
+    end: int
+    text: str = ""  # TEXT: the characters it stands for
+    tag: str = ""  # START, END
     translate: bool | None = None  # START: its translate attribute (None: none, or neither yes nor no)
     void: bool = False  # START: an element without content (a void one, or written <x/>)
 
 
-class _Scanner(HTMLParser):
-    """Records where each token starts; ``convert_charrefs=False`` hands over text as written."""
+class _Scanner:
+    """The tokens of a source as events, in order, every character in one: one pass, left to
+    right, each character looked at a bounded number of times."""
 
     def __init__(self, source: str) -> None:
-        super().__init__(convert_charrefs=False)
         self.source = source
-        self.line_starts = [0] + [i + 1 for i, char in enumerate(source) if char == "\n"]
-        self.events: list[_Event] = []
+        self.cdata_ends: tuple[int, int] | None = None  # (a place, the first "]]>" after it or -1)
 
-    def position(self) -> int:
-        line, column = self.getpos()  # the parser counts lines by "\n" alone, as line_starts does
-        return self.line_starts[line - 1] + column
+    def events(self) -> Iterator[_Event]:
+        source, done, position = self.source, 0, 0
+        while (opening := source.find("<", position)) >= 0:
+            markup = self.markup(opening)
+            if markup is None:  # a "<" that is text
+                position = opening + 1
+                continue
+            yield from _text(source, done, opening)
+            yield markup
+            done = position = markup.end
+            if markup.kind is Kind.START and markup.tag in _TEXT_ELEMENTS:
+                position = self.text_end(markup.tag, position)
+                if markup.tag in RAW_TEXT and position > done:  # text as written
+                    yield _Event(Kind.TEXT, done, position, source[done:position])
+                elif markup.tag not in RAW_TEXT:  # title, textarea: text and character references
+                    yield from _text(source, done, position)
+                done = position
+        yield from _text(source, done, len(source))
 
-    def handle_data(self, data: str) -> None:
-        self.events.append(_Event(self.position(), Kind.TEXT, data))
+    def markup(self, at: int) -> _Event | None:
+        """The markup that the ``<`` at ``at`` starts, or None if it is text."""
+        source = self.source
+        if tag := _TAG.match(source, at):
+            name = tag["name"].translate(_LOWER)
+            if source[at + 1] == "/":
+                return _Event(Kind.END, at, tag.end(), tag=name)
+            void = name in VOID or bool(tag["closed"]) and name not in _TEXT_ELEMENTS
+            return _Event(
+                Kind.START, at, tag.end(), tag=name, translate=_translate(tag["attributes"]), void=void
+            )
+        following = source[at + 1 : at + 3]
+        if _letter(following[:1]) or following[:1] == "/" and _letter(following[1:]):
+            return _Event(Kind.OTHER, at, len(source))  # a tag that the input ends in
+        if following == "!-" and source.startswith("<!--", at):
+            return _Event(Kind.OTHER, at, _comment_end(source, at))
+        if source.startswith("<![CDATA[", at):
+            return _Event(Kind.OTHER, at, self.cdata(at))
+        if following[:1] in ("!", "?") or following[:1] == "/" and following[1:]:
+            end = source.find(">", at)  # a doctype or bogus comment (<!x>, <?x>, </1>, </>)
+            return _Event(Kind.OTHER, at, end + 1 if end >= 0 else len(source))
+        return None  # "<" before a space, a digit, ...; or "<" or "</" at the end
 
-    def handle_entityref(self, name: str) -> None:
-        self._reference("&" + name)
+    def cdata(self, at: int) -> int:
+        """Where ``<![CDATA[`` at ``at`` ends: after the next "]]>" (as in SVG and MathML), or where
+        HTML ends it, after the next ">" (or at the end). The search is remembered, so that a
+        thousand of them without "]]>" do not each look to the end."""
+        known = self.cdata_ends
+        if known is None or at < known[0] or 0 <= known[1] < at:
+            known = self.cdata_ends = (at, self.source.find("]]>", at))
+        if known[1] >= 0:
+            return known[1] + 3
+        end = self.source.find(">", at)
+        return end + 1 if end >= 0 else len(self.source)
 
-    def handle_charref(self, name: str) -> None:
-        self._reference("&#" + name)
-
-    def _reference(self, raw: str) -> None:
-        start = self.position()
-        if self.source.startswith(";", start + len(raw)):
-            raw += ";"
-        self.events.append(_Event(start, Kind.TEXT, raw))
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.events.append(_Event(self.position(), Kind.START, None, tag, _translate(attrs), tag in VOID))
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.events.append(_Event(self.position(), Kind.START, None, tag, _translate(attrs), True))
-
-    def handle_endtag(self, tag: str) -> None:
-        self.events.append(_Event(self.position(), Kind.END, None, tag))
-
-    def handle_comment(self, data: str) -> None:
-        self.events.append(_Event(self.position(), Kind.OTHER))
-
-    handle_decl = handle_pi = unknown_decl = handle_comment
-
-    def parse_marked_section(self, i: int, report: int = 1) -> int:
-        # Python before 3.13.4 raises AssertionError on a malformed "<![...": HTML reads it as a
-        # bogus comment up to the next ">", and so does mt (the failed attempt moved the position).
-        line, column = self.lineno, self.offset
-        try:
-            return super().parse_marked_section(i, report)
-        except AssertionError:
-            self.lineno, self.offset = line, column
-            return self.parse_bogus_comment(i)
+    def text_end(self, tag: str, at: int) -> int:
+        """Where the text of a raw text, ``title`` or ``textarea`` element opened before ``at`` ends:
+        at its end tag, or at the end of the input (``plaintext`` has no end tag)."""
+        end = _TEXT_END[tag].search(self.source, at) if tag in _TEXT_END else None
+        return end.start() if end else len(self.source)
 
 
-def _translate(attrs: list[tuple[str, str | None]]) -> bool | None:
-    values = [value for name, value in attrs if name == "translate"]
-    if not values:
+def _letter(char: str) -> bool:
+    return char.isascii() and char.isalpha()
+
+
+def _comment_end(source: str, at: int) -> int:
+    """Where the comment ``<!--`` at ``at`` ends: after "-->" or "--!>", "<!-->" and "<!--->" are
+    whole comments, and one that does not end runs to the end of the input (as in a browser)."""
+    for abrupt in (">", "->"):
+        if source.startswith(abrupt, at + 4):
+            return at + 4 + len(abrupt)
+    end = _COMMENT_END.search(source, at + 4)
+    return end.end() if end else len(source)
+
+
+def _text(source: str, start: int, end: int) -> Iterator[_Event]:
+    """Events for the text ``source[start:end]``: plain text, each character reference, NULs."""
+    if source.find("&", start, end) < 0 and source.find("\0", start, end) < 0:  # most text: at once
+        if start < end:
+            yield _Event(Kind.TEXT, start, end, source[start:end])
+        return
+    done = start
+    for found in _REFERENCE.finditer(source, start, end):
+        length = _reference(found[0])
+        if not length:
+            continue
+        if found.start() > done:
+            yield _Event(Kind.TEXT, done, found.start(), source[done : found.start()])
+        raw = found[0][:length]
+        if raw[0] == "\0":
+            yield _Event(Kind.OTHER, found.start(), found.end())
+        else:
+            yield _Event(Kind.TEXT, found.start(), found.start() + length, html.unescape(raw))
+        done = found.start() + length
+    if done < end:
+        yield _Event(Kind.TEXT, done, end, source[done:end])
+
+
+def _reference(found: str) -> int:
+    """How many characters of ``found`` (a ``_REFERENCE`` match) html.unescape decodes as one
+    reference (a named one: the longest name it begins with), or NULs; 0: none."""
+    if found[0] == "\0" or found[1] == "#" or found[1:] in html5:
+        return len(found)
+    return next((1 + n for n in range(len(found) - 2, 1, -1) if found[1 : 1 + n] in html5), 0)
+
+
+def _translate(attributes: str) -> bool | None:
+    """What a tag's (first) ``translate`` attribute says: yes, no, or None (none, or neither)."""
+    if "translate" not in attributes.lower():
         return None
-    value = (values[0] or "").strip().lower()
-    return {"yes": True, "": True, "no": False}.get(value)
+    for attribute in _NAMED.finditer(attributes):
+        if attribute["name"].translate(_LOWER) == "translate":
+            value = attribute["value"] or ""
+            value = html.unescape(value[1:-1] if value[:1] in ("'", '"') else value)
+            return {"yes": True, "": True, "no": False}.get(value.strip().lower())
+    return None
 
 
 @dataclass(frozen=True)
@@ -166,20 +269,13 @@ class _Elements:
 
 def tokenize(source: str) -> list[Token]:
     """Every token of ``source`` in order, with its context; their ``raw`` joined is ``source``."""
-    scanner = _Scanner(source)
-    scanner.feed(source)
-    scanner.close()
     tokens: list[Token] = []
     elements = _Elements()
-    events, done = scanner.events, 0
-    for index, event in enumerate(events):
-        if event.start > done:  # bytes the parser passed over (such as "</>"): kept as they are
-            tokens.append(Token(Kind.OTHER, source[done : event.start]))
-        following = events[index + 1].start if index + 1 < len(events) else len(source)
-        raw = source[event.start : following] if event.raw is None else event.raw
+    for event in _Scanner(source).events():
+        raw = source[event.start : event.end]
         breaks = event.tag not in INLINE
         if event.kind is Kind.TEXT:
-            tokens.append(Token(Kind.TEXT, raw, html.unescape(raw), translatable=elements.translated()))
+            tokens.append(Token(Kind.TEXT, raw, event.text, translatable=elements.translated()))
         elif event.kind is Kind.START:
             if not event.void:
                 elements.push(event.tag, len(tokens), event.translate)
@@ -189,9 +285,6 @@ def tokenize(source: str) -> list[Token]:
             tokens.append(Token(Kind.END, raw, tag=event.tag, breaks=breaks, partner=partner))
         else:
             tokens.append(Token(Kind.OTHER, raw))
-        done = event.start + len(raw)
-    if done < len(source):
-        tokens.append(Token(Kind.OTHER, source[done:]))
     if "".join(token.raw for token in tokens) != source:
-        raise RuntimeError("html.parser's token positions do not cover the source")
+        raise RuntimeError("the HTML tokens do not cover the source")
     return tokens

@@ -107,6 +107,7 @@ class _Run:
         of the sentence must come after it."""
         starts = [start for start, _ in spans]
         atoms: list[list[Atom]] = [[] for _ in spans]
+        raws: list[list[list[str]]] = [[] for _ in spans]  # each atom's tokens' source texts
         where: dict[int, tuple[int, int]] = {}  # a START token's index -> (its sentence, its atom)
         for placed in self.placed:
             number = _inside(spans, starts, placed.start) if placed.start == placed.end else None
@@ -116,17 +117,21 @@ class _Run:
             if not found or found[-1].offset != offset:
                 around = self.text[placed.start - 1], self.text[placed.start]
                 found.append(Atom(offset, "", glue(*around, closing=token.kind is Kind.END)))
-            atom = found[-1]
-            after = atom.after
+                raws[number].append([])
+            raws[number][-1].append(token.raw)
             if token.kind is Kind.END and token.partner in where:
                 sentence, opened = where[token.partner]
                 if sentence == number and opened != len(found) - 1:
-                    after = opened if after is None else max(after, opened)
-            found[-1] = replace(atom, raw=atom.raw + token.raw, after=after)
+                    after = found[-1].after
+                    found[-1] = replace(found[-1], after=opened if after is None else max(after, opened))
             if token.kind is Kind.START:
                 where[placed.index] = (number, len(found) - 1)
         return [
-            Sentence(" ".join(self.text[start:end].split()), end - start, tuple(atoms[number]))
+            Sentence(
+                " ".join(self.text[start:end].split()),
+                end - start,
+                tuple(replace(atom, raw="".join(raw)) for atom, raw in zip(atoms[number], raws[number])),
+            )
             for number, (start, end) in enumerate(spans)
         ]
 
