@@ -113,10 +113,10 @@ def test_serve_takes_its_defaults_from_the_settings() -> None:
     serve = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
     params = {param.name: param for param in serve.params}
     settings = Settings()
-    # All but batch_lines (no option), options (--beam and --length-penalty) and api_keys (a file).
+    # All but options (--beam and --length-penalty) and api_keys (a file).
     fields = [field.name for field in dataclasses.fields(Settings) if field.name in params]
     fields.remove("api_keys")
-    assert len(fields) == 12
+    assert len(fields) == 15
     assert all(params[name].default == getattr(settings, name) for name in fields)
     assert (params["beam"].default, params["length_penalty"].default) == (None, None)
 

@@ -28,11 +28,11 @@ from helpers import ServeProcess, sentences_of_one_length, start_server
 from libretranslatepy import LibreTranslateAPI
 
 from mt_cli.serve.detect import Detector, detect
-from mt_cli.serve.parse import Pair
+from mt_cli.serve.scope import Scope
 
 MAX_CHARS = 400
 KEYS = ["k-one", "k-two"]
-DE_EN = Pair("de", "en", MAX_CHARS, 100)
+DE_EN = Scope("de", "en", MAX_CHARS, 100)
 SENTENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine Frau liest ein Buch."]
 
 
@@ -62,7 +62,7 @@ def keyed_server(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) ->
     """Keys required, and a queue of two lines: most of a burst of requests gets 429."""
     keys = tmp_path_factory.mktemp("keys") / "keys.txt"
     keys.write_text("\n".join(KEYS) + "\n\n")
-    running = start_server(trained_run, "--api-keys", str(keys), "--max-queue", "2", "--batch-wait-ms", "0")
+    running = start_server(trained_run, "--api-keys", str(keys), "--max-queue", "2")
     yield running
     assert running.stop() == 0
 
@@ -82,19 +82,19 @@ def test_the_libretranslate_client_translates_lists_languages_and_detects(server
 
 
 def test_json_form_multipart_and_list_bodies_give_the_engines_translations(server, translator) -> None:
-    url, one, pair = f"{server.url}/translate", SENTENCES[1], {"source": "de", "target": "en"}
+    url, one, scope = f"{server.url}/translate", SENTENCES[1], {"source": "de", "target": "en"}
     alone = translator.translate_lines([one])[0]
     lines = translator.translate_lines(SENTENCES)
-    multipart = {name: (None, value) for name, value in {"q": one, **pair}.items()}
+    multipart = {name: (None, value) for name, value in {"q": one, **scope}.items()}
     with httpx.Client(timeout=60) as http:
-        assert http.post(url, json={"q": one, **pair, "format": "text"}).json() == {"translatedText": alone}
-        assert http.post(url, json={"q": SENTENCES, **pair}).json() == {"translatedText": lines}
-        assert http.post(url, data={"q": one, **pair}).json() == {"translatedText": alone}
-        assert http.post(url, data={"q": SENTENCES, **pair}).json() == {"translatedText": lines}
+        assert http.post(url, json={"q": one, **scope, "format": "text"}).json() == {"translatedText": alone}
+        assert http.post(url, json={"q": SENTENCES, **scope}).json() == {"translatedText": lines}
+        assert http.post(url, data={"q": one, **scope}).json() == {"translatedText": alone}
+        assert http.post(url, data={"q": SENTENCES, **scope}).json() == {"translatedText": lines}
         assert http.post(url, files=multipart).json() == {"translatedText": alone}
-        assert http.post(url, params={"q": one, **pair}).json() == {"translatedText": alone}
+        assert http.post(url, params={"q": one, **scope}).json() == {"translatedText": alone}
         # A text's lines are translated one by one and keep their breaks (CR LF, a final newline).
-        text = http.post(url, json={"q": "\r\n".join(SENTENCES) + "\n", **pair}).json()
+        text = http.post(url, json={"q": "\r\n".join(SENTENCES) + "\n", **scope}).json()
         assert text == {"translatedText": "\r\n".join(lines) + "\n"}
         auto = http.post(url, json={"q": [one, one], "source": "auto", "target": "en"}).json()
         detected = Detector(["de", "en"]).rank(one)[0].answer()
@@ -102,22 +102,22 @@ def test_json_form_multipart_and_list_bodies_give_the_engines_translations(serve
         assert auto == {"translatedText": [alone, alone], "detectedLanguage": [detected, detected]}
         form_auto = http.post(url, data={"q": one, "source": "auto", "target": "en"}).json()
         assert form_auto == {"translatedText": alone, "detectedLanguage": detected}
-        assert http.post(url, json={"q": ["", one], **pair}).json() == {"translatedText": ["", alone]}
+        assert http.post(url, json={"q": ["", one], **scope}).json() == {"translatedText": ["", alone]}
 
 
 def test_paragraphs_and_html_are_translated_sentence_by_sentence(server, trained_run, translator) -> None:
     import mt_cli
 
     model = mt_cli.load(trained_run, device="cpu")
-    url, pair = f"{server.url}/translate", {"source": "de", "target": "en"}
+    url, scope = f"{server.url}/translate", {"source": "de", "target": "en"}
     paragraph = f"{SENTENCES[0]}  {SENTENCES[1]}\n\n {SENTENCES[2]}"
     page = (
         f'<p class="x">{SENTENCES[0].replace("Mann", "<b>Mann</b>")} <i>{SENTENCES[1]}</i></p>'
         f"<pre>{SENTENCES[2]}</pre><!-- {SENTENCES[2]} -->"
     )
     with httpx.Client(timeout=60) as http:
-        text = http.post(url, json={"q": paragraph, **pair}).json()
-        html = http.post(url, json={"q": [page, SENTENCES[2]], **pair, "format": "html"}).json()
+        text = http.post(url, json={"q": paragraph, **scope}).json()
+        html = http.post(url, json={"q": [page, SENTENCES[2]], **scope, "format": "html"}).json()
     lines = translator.translate_lines(SENTENCES)  # the paragraph's sentences, in one batch as the server's
     assert text == {"translatedText": f"{lines[0]}  {lines[1]}\n\n {lines[2]}"}
     assert text["translatedText"] == model.translate_document(paragraph)
@@ -147,24 +147,24 @@ async def _oversized_stream() -> AsyncIterator[bytes]:
 
 def _bad_requests() -> list[tuple[str, int, str, dict]]:
     """(what is wrong, the status it must get, the path, httpx's arguments)."""
-    pair = {"source": "de", "target": "en"}
+    scope = {"source": "de", "target": "en"}
     as_json = {"Content-Type": "application/json"}
     return [
         ("broken JSON", 400, "/translate", {"content": b'{"q": "x",', "headers": as_json}),
         ("not UTF-8", 400, "/translate", {"content": b'{"q": "\xff"}', "headers": as_json}),
         ("a JSON list", 400, "/translate", {"json": ["Hund", "de", "en"]}),
-        ("no q", 400, "/translate", {"json": pair}),
+        ("no q", 400, "/translate", {"json": scope}),
         ("no source", 400, "/translate", {"json": {"q": "Hund", "target": "en"}}),
         ("no target", 400, "/translate", {"data": {"q": "Hund", "source": "de"}}),
-        ("empty q", 400, "/translate", {"json": {"q": "", **pair}}),
-        ("empty list", 400, "/translate", {"json": {"q": [], **pair}}),
-        ("q a number", 400, "/translate", {"json": {"q": 5, **pair}}),
-        ("q a list of numbers", 400, "/translate", {"json": {"q": [1, 2], **pair}}),
+        ("empty q", 400, "/translate", {"json": {"q": "", **scope}}),
+        ("empty list", 400, "/translate", {"json": {"q": [], **scope}}),
+        ("q a number", 400, "/translate", {"json": {"q": 5, **scope}}),
+        ("q a list of numbers", 400, "/translate", {"json": {"q": [1, 2], **scope}}),
         ("unknown source", 400, "/translate", {"json": {"q": "Hund", "source": "fr", "target": "en"}}),
         ("unknown target", 400, "/translate", {"data": {"q": "Hund", "source": "de", "target": "de"}}),
-        ("a made-up format", 400, "/translate", {"json": {"q": "Hund", **pair, "format": "md"}}),
-        ("q over --max-chars", 400, "/translate", {"json": {"q": "a" * (MAX_CHARS + 1), **pair}}),
-        ("a list over it", 400, "/translate", {"json": {"q": ["a" * 300, "b" * 101], **pair}}),
+        ("a made-up format", 400, "/translate", {"json": {"q": "Hund", **scope, "format": "md"}}),
+        ("q over --max-chars", 400, "/translate", {"json": {"q": "a" * (MAX_CHARS + 1), **scope}}),
+        ("a list over it", 400, "/translate", {"json": {"q": ["a" * 300, "b" * 101], **scope}}),
         ("plain text", 400, "/translate", {"content": b"Hund", "headers": {"Content-Type": "text/plain"}}),
         ("detect without q", 400, "/detect", {"data": {"api_key": "x"}}),
         ("a declared big body", 413, "/translate", {"content": b" " * 40_000, "headers": as_json}),

@@ -1,8 +1,8 @@
-"""The micro-batcher without HTTP or a model: a fake engine that records its calls.
+"""The batcher without HTTP or a model: a fake engine that records its calls.
 
 The fake translates a line to its upper case (with the call's key after a "#" unless it is 0),
 so every answer shows whose line it was and how it was decoded; a gate (a threading.Event)
-holds the engine inside a call, to fill the queue behind it.
+holds the engine inside a call, to fill the queue behind it. A line's pieces are its words.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from mt_cli.serve.batcher import Batcher, Closed, EngineFailed, QueueFull
+from mt_cli.serve.batcher import Batcher, Closed, Late, QueueFull
+from mt_cli.serve.decoders import EngineFailed, InProcess, WorkerDied
 
 
 class FakeEngine:
@@ -53,101 +54,157 @@ def run(coroutine_function, *args):
     return asyncio.run(coroutine_function(*args))
 
 
-async def _started(engine: FakeEngine, **settings) -> Batcher:
-    options = {"max_queue": 100, "wait": 0.005, "batch_lines": 64} | settings
-    batcher = Batcher(engine, **options)
+def words(lines: list[str]) -> list[int]:
+    return [len(line.split()) for line in lines]
+
+
+async def _started(engine, parallel: int = 1, **settings) -> Batcher:
+    options = {"max_queue": 100, "max_queue_pieces": 1000, "batch_pieces": 64, "deadline": 30.0} | settings
+    batcher = Batcher(InProcess(engine, parallel), words, **options)
     await batcher.start()
     return batcher
 
 
-def test_concurrent_requests_share_one_engine_call_and_get_their_own_lines() -> None:
+async def _busy(engine: FakeEngine, batcher: Batcher) -> asyncio.Future:
+    """A first request the gated engine holds, so that what follows waits behind it."""
+    engine.gate.clear()
+    engine.entered.clear()
+    first = asyncio.ensure_future(batcher.translate(["first"], 0))
+    while not engine.entered.is_set():
+        await asyncio.sleep(0.001)
+    return first
+
+
+def test_a_free_decoder_takes_everything_waiting_and_no_timer_holds_a_lone_request() -> None:
     async def scenario() -> None:
         engine = FakeEngine()
-        batcher = await _started(engine, wait=0.05)
+        batcher = await _started(engine)
+        assert await batcher.translate(["alone"], 0) == ["ALONE"]  # decoded at once, by itself
+        first = await _busy(engine, batcher)
         requests = [[f"r{i} a", f"r{i} b"][: 1 + i % 2] for i in range(10)]
-        answers = await asyncio.gather(*(batcher.translate(lines, 0) for lines in requests))
-        await batcher.close()
-        assert answers == [[line.upper() for line in lines] for lines in requests]
-        assert len(engine.calls) == 1 and engine.calls[0] == [line for lines in requests for line in lines]
-        assert batcher.stats.largest_batch == 10 and batcher.stats.lines == 15
-
-    run(scenario)
-
-
-def test_a_batch_holds_requests_of_one_key_and_each_key_gets_its_own_call() -> None:
-    async def scenario() -> None:
-        engine = FakeEngine()
-        batcher = await _started(engine, wait=0.05)
-        requests = [([f"r{i}"], i % 3) for i in range(9)]  # keys 0, 1, 2, 0, 1, 2, ...
-        answers = await asyncio.gather(*(batcher.translate(lines, key) for lines, key in requests))
-        await batcher.close()
-        assert answers == [[_upper(lines[0], key)] for lines, key in requests]
-        assert engine.keys == [0, 1, 2]  # the first request's key first, then the held ones in order
-        assert engine.calls == [[f"r{i}" for i in range(key, 9, 3)] for key in range(3)]
-
-    run(scenario)
-
-
-def test_requests_held_for_another_key_start_the_next_batch_oldest_first() -> None:
-    async def scenario() -> None:
-        engine = FakeEngine(fail_on="boom")
-        engine.gate.clear()  # the first call blocks while the others queue behind it
-        batcher = await _started(engine, wait=0, max_queue=6)
-        first = asyncio.ensure_future(batcher.translate(["first"], 0))
-        while not engine.entered.is_set():
-            await asyncio.sleep(0.001)
-        queued = [("a", 1), ("b", 0), ("boom", 1), ("c", 0), ("d", 2)]
-        later = [asyncio.ensure_future(batcher.translate([line], key)) for line, key in queued]
+        waiting = [asyncio.ensure_future(batcher.translate(lines, 0)) for lines in requests]
         await asyncio.sleep(0)
-        assert batcher.queued_lines == 5
-        with pytest.raises(QueueFull):  # held requests still count against the queue
-            await batcher.translate(["x", "y"], 2)
         engine.gate.set()
         assert await first == ["FIRST"]
-        results = await asyncio.gather(*later, return_exceptions=True)
+        assert await asyncio.gather(*waiting) == [[line.upper() for line in lines] for lines in requests]
         await batcher.close()
-        assert results[0] == ["A#1"] and results[1] == ["B"] and results[3] == ["C"] and results[4] == ["D#2"]
-        assert isinstance(results[2], EngineFailed)
-        # Key 1's batch failed and was decoded again request by request, with key 1.
-        assert engine.calls == [["first"], ["a", "boom"], ["a"], ["boom"], ["b", "c"], ["d"]]
-        assert engine.keys == [0, 1, 1, 1, 0, 2]
-        assert batcher.queued_lines == 0 and batcher.pending_requests == 0
+        assert engine.calls == [["alone"], ["first"], [line for lines in requests for line in lines]]
+        assert batcher.stats.largest_batch == 15 and batcher.stats.lines == 17
 
     run(scenario)
 
 
-def test_the_line_budget_closes_a_batch_and_the_engine_is_never_called_twice_at_once() -> None:
-    async def scenario() -> None:
-        engine = FakeEngine(seconds=0.01)
-        batcher = await _started(engine, wait=0.05, batch_lines=4)
-        requests = [[f"r{i}"] for i in range(12)]
-        answers = await asyncio.gather(*(batcher.translate(lines, 0) for lines in requests))
-        await batcher.close()
-        assert answers == [[f"R{i}"] for i in range(12)]
-        assert len(engine.calls) >= 3 and all(len(call) <= 4 for call in engine.calls)
-
-    run(scenario)
-
-
-def test_a_full_queue_refuses_what_does_not_fit_and_serves_the_rest() -> None:
+def test_a_batch_holds_one_key_and_the_oldest_waiting_sentence_chooses_it() -> None:
     async def scenario() -> None:
         engine = FakeEngine()
-        engine.gate.clear()  # the first call blocks, so later requests wait in the queue
-        batcher = await _started(engine, max_queue=3, wait=0)
-        first = asyncio.ensure_future(batcher.translate(["first"], 0))
-        while not engine.entered.is_set():
-            await asyncio.sleep(0.001)
+        batcher = await _started(engine)
+        first = await _busy(engine, batcher)
+        requests = [([f"r{i}"], i % 3) for i in range(9)]  # keys 0, 1, 2, 0, 1, 2, ...
+        waiting = [asyncio.ensure_future(batcher.translate(lines, key)) for lines, key in requests]
+        await asyncio.sleep(0)
+        engine.gate.set()
+        await first
+        assert await asyncio.gather(*waiting) == [[_upper(lines[0], key)] for lines, key in requests]
+        await batcher.close()
+        assert engine.keys == [0, 0, 1, 2]
+        assert engine.calls[1:] == [[f"r{i}" for i in range(key, 9, 3)] for key in range(3)]
+
+    run(scenario)
+
+
+def test_the_piece_budget_closes_a_batch_with_sentences_of_the_oldest_ones_length() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        batcher = await _started(engine, batch_pieces=6)
+        first = await _busy(engine, batcher)
+        lines = ["a", "b b b b b", "c", "d d d d d", "e e"]
+        waiting = [asyncio.ensure_future(batcher.translate([line], 0)) for line in lines]
+        await asyncio.sleep(0)
+        engine.gate.set()
+        await first
+        assert await asyncio.gather(*waiting) == [[line.upper()] for line in lines]
+        await batcher.close()
+        # "a" is the oldest: then the nearest in length while they fit 6 pieces
+        assert engine.calls[1:] == [["a", "c", "e e"], ["b b b b b"], ["d d d d d"]]
+
+    run(scenario)
+
+
+def test_a_full_queue_refuses_by_sentences_and_by_pieces_and_says_when_to_retry() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        batcher = await _started(engine, max_queue=3, max_queue_pieces=5)
+        first = await _busy(engine, batcher)
         waiting = [asyncio.ensure_future(batcher.translate([f"w{i}"], 0)) for i in range(3)]
         await asyncio.sleep(0)
-        with pytest.raises(QueueFull):
+        with pytest.raises(QueueFull) as full:
             await batcher.translate(["one too many"], 0)
-        with pytest.raises(QueueFull):
-            await batcher.translate(["a", "b"], 0)
+        assert full.value.retry_after == 1  # nothing measured yet
         engine.gate.set()
-        assert await first == ["FIRST"]
+        await first
         assert await asyncio.gather(*waiting) == [[f"W{i}"] for i in range(3)]
+        first = await _busy(engine, batcher)
+        long = asyncio.ensure_future(batcher.translate(["a b c d"], 0))
+        await asyncio.sleep(0)
+        with pytest.raises(QueueFull, match="4 pieces"):
+            await batcher.translate(["e f"], 0)  # 6 pieces would wait: over 5
+        engine.gate.set()
+        assert await first == ["FIRST"] and await long == ["A B C D"]
         assert await batcher.translate(["again"], 0) == ["AGAIN"]  # the queue has room again
         await batcher.close()
+
+    run(scenario)
+
+
+def test_retry_after_is_the_pieces_waiting_over_the_rate_measured() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine(seconds=0.1)
+        batcher = await _started(engine)
+        await batcher.translate(["one two three four five six seven eight nine ten"], 0)  # ~100 pieces/s
+        first = await _busy(engine, batcher)
+        waiting = asyncio.ensure_future(batcher.translate([" ".join(["w"] * 300)], 0))
+        await asyncio.sleep(0)
+        assert 2 <= batcher.retry_after() <= 4  # 300 pieces at 100/s
+        engine.gate.set()
+        await first, await waiting
+        await batcher.close()
+
+    run(scenario)
+
+
+def test_a_repeated_sentence_is_answered_from_the_cache_and_a_shared_one_decoded_once() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        batcher = await _started(engine, cache_size=2)
+        first = await _busy(engine, batcher)
+        both = [asyncio.ensure_future(batcher.translate(["same", "other", "same"], 0)) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert batcher.queued_lines == 2  # "same" and "other", once each
+        engine.gate.set()
+        await first
+        assert [await task for task in both] == [["SAME", "OTHER", "SAME"]] * 2
+        assert await batcher.translate(["other", "same"], 0) == ["OTHER", "SAME"]
+        assert await batcher.translate(["same"], 1) == ["SAME#1"]  # another key: decoded
+        await batcher.close()
+        assert engine.calls == [["first"], ["same", "other"], ["same"]]
+        assert (batcher.cache.hits, len(batcher.cache)) == (2, 2)
+
+    run(scenario)
+
+
+def test_a_request_past_its_deadline_is_answered_late_and_not_decoded() -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        batcher = await _started(engine, deadline=0.05)
+        first = await _busy(engine, batcher)
+        late = asyncio.ensure_future(batcher.translate(["late"], 0))
+        await asyncio.sleep(0.1)
+        engine.gate.set()
+        assert await first == ["FIRST"]
+        with pytest.raises(Late, match="within 0.05 s"):
+            await late
+        await batcher.close()
+        assert engine.calls == [["first"]] and batcher.stats.late_requests == 1
 
     run(scenario)
 
@@ -155,7 +212,7 @@ def test_a_full_queue_refuses_what_does_not_fit_and_serves_the_rest() -> None:
 def test_close_answers_every_accepted_request_then_refuses_new_ones() -> None:
     async def scenario() -> None:
         engine = FakeEngine(seconds=0.02)
-        batcher = await _started(engine, batch_lines=2)
+        batcher = await _started(engine, batch_pieces=2)
         accepted = [asyncio.ensure_future(batcher.translate([f"r{i}"], 0)) for i in range(8)]
         await asyncio.sleep(0)  # all eight are queued
         await batcher.close()
@@ -170,27 +227,54 @@ def test_close_answers_every_accepted_request_then_refuses_new_ones() -> None:
 def test_an_engine_failure_fails_only_the_request_at_fault_and_the_batcher_goes_on() -> None:
     async def scenario() -> None:
         engine = FakeEngine(fail_on="boom")
-        batcher = await _started(engine, wait=0.05)
+        batcher = await _started(engine)
+        first = await _busy(engine, batcher)
         requests = [["ok", "fine"], ["boom"], ["also ok"]]
-        results = await asyncio.gather(
-            *(batcher.translate(lines, 0) for lines in requests), return_exceptions=True
-        )
+        tasks = [asyncio.ensure_future(batcher.translate(lines, 0)) for lines in requests]
+        await asyncio.sleep(0)
+        engine.gate.set()
+        await first
+        results = await asyncio.gather(*tasks, return_exceptions=True)
         assert results[0] == ["OK", "FINE"] and results[2] == ["ALSO OK"]
         assert isinstance(results[1], EngineFailed) and isinstance(results[1].cause, RuntimeError)
-        # One call for the batch, then each request alone: the failure stays with its request.
-        assert engine.calls == [["ok", "fine", "boom", "also ok"], ["ok", "fine"], ["boom"], ["also ok"]]
+        # One call for the batch, then each sentence alone: the failure stays with its request.
+        assert engine.calls[1:] == [
+            ["ok", "fine", "boom", "also ok"],
+            ["ok"],
+            ["fine"],
+            ["boom"],
+            ["also ok"],
+        ]
         stats = batcher.stats
-        assert (stats.retried_batches, stats.failed_requests, stats.requests, stats.lines) == (1, 1, 2, 3)
+        assert (stats.retried_batches, stats.failed_requests, stats.requests) == (1, 1, 3)
         assert await batcher.translate(["fine"], 0) == ["FINE"]
         await batcher.close()
 
     run(scenario)
 
 
+def test_a_batch_whose_workers_died_fails_at_once_not_sentence_by_sentence() -> None:
+    calls: list[list[str]] = []
+
+    def dying(lines: list[str], key: int) -> list[str]:
+        calls.append(lines)
+        raise WorkerDied("two decoding workers died")
+
+    async def scenario() -> None:
+        batcher = await _started(dying)
+        results = await asyncio.gather(
+            batcher.translate(["a"], 0), batcher.translate(["b"], 0), return_exceptions=True
+        )
+        assert all(isinstance(result, EngineFailed) for result in results)
+        await batcher.close()
+
+    run(scenario)
+    assert len(calls) <= 2 and sorted(line for call in calls for line in call) == ["a", "b"]
+
+
 def test_an_engine_that_drops_lines_fails_the_request_not_the_batcher() -> None:
     async def scenario() -> None:
-        batcher = Batcher(lambda lines, key: lines[1:], max_queue=10, wait=0, batch_lines=8)
-        await batcher.start()
+        batcher = await _started(lambda lines, key: lines[1:])
         with pytest.raises(EngineFailed, match="returned 0 lines for 1"):
             await batcher.translate(["a"], 0)
         assert batcher.stats.failed_requests == 1 and batcher.queued_lines == 0
@@ -202,24 +286,21 @@ def test_an_engine_that_drops_lines_fails_the_request_not_the_batcher() -> None:
 def test_a_request_whose_client_left_is_not_decoded_and_frees_its_queue_place() -> None:
     async def scenario() -> None:
         engine = FakeEngine()
-        engine.gate.clear()
-        batcher = await _started(engine, wait=0, max_queue=4)
-        first = asyncio.ensure_future(batcher.translate(["first"], 0))
-        while not engine.entered.is_set():
-            await asyncio.sleep(0.001)
+        batcher = await _started(engine, max_queue=4)
+        first = await _busy(engine, batcher)
         gone = asyncio.ensure_future(batcher.translate(["gone", "gone too", "and gone"], 0))
-        kept = asyncio.ensure_future(batcher.translate(["kept"], 0))
+        kept = asyncio.ensure_future(batcher.translate(["kept", "gone"], 0))
         await asyncio.sleep(0)
         assert batcher.queued_lines == 4
         gone.cancel()
         await asyncio.sleep(0)
-        assert batcher.queued_lines == 1  # its three places are free before its turn comes
-        later = asyncio.ensure_future(batcher.translate(["x", "y", "z"], 0))
+        assert batcher.queued_lines == 2  # "gone" stays: "kept"'s request wants it too
+        later = asyncio.ensure_future(batcher.translate(["x", "y"], 0))
         engine.gate.set()
-        assert await first == ["FIRST"] and await kept == ["KEPT"] and await later == ["X", "Y", "Z"]
+        assert await first == ["FIRST"] and await kept == ["KEPT", "GONE"] and await later == ["X", "Y"]
         await batcher.close()
-        assert engine.calls == [["first"], ["kept", "x", "y", "z"]]
-        assert (batcher.stats.dropped_requests, batcher.stats.dropped_lines) == (1, 3)
+        assert engine.calls == [["first"], ["gone", "kept", "x", "y"]]
+        assert batcher.stats.dropped_requests == 1
         assert batcher.pending_requests == 0 and batcher.queued_lines == 0
 
     run(scenario)
@@ -228,7 +309,7 @@ def test_a_request_whose_client_left_is_not_decoded_and_frees_its_queue_place() 
 def test_drain_answers_what_it_can_in_the_grace_period_and_closed_to_the_rest() -> None:
     async def scenario() -> None:
         engine = FakeEngine(seconds=0.3)
-        batcher = await _started(engine, wait=0, batch_lines=1)
+        batcher = await _started(engine, batch_pieces=1)
         requests = [asyncio.ensure_future(batcher.translate([f"r{i}"], 0)) for i in range(6)]
         while not engine.entered.is_set():
             await asyncio.sleep(0.001)
@@ -248,7 +329,7 @@ def test_drain_answers_what_it_can_in_the_grace_period_and_closed_to_the_rest() 
 def test_drain_answers_a_request_still_decoding_when_the_grace_period_ends() -> None:
     async def scenario() -> None:
         engine = FakeEngine(seconds=0.6)
-        batcher = await _started(engine, wait=0)
+        batcher = await _started(engine)
         decoding = asyncio.ensure_future(batcher.translate(["slow"], 0))
         while not engine.entered.is_set():
             await asyncio.sleep(0.001)
@@ -280,11 +361,10 @@ class OverlapCounter:
         return [line.upper() for line in lines]
 
 
-def test_parallel_batches_decode_side_by_side_and_never_more() -> None:
+def test_parallel_decoders_decode_side_by_side_and_never_more() -> None:
     async def scenario() -> None:
         engine = OverlapCounter()
-        batcher = Batcher(engine, max_queue=100, wait=0.001, batch_lines=2, parallel=2)
-        await batcher.start()
+        batcher = await _started(engine, parallel=2, batch_pieces=2)
         requests = [[f"r{i}"] for i in range(12)]
         answers = await asyncio.gather(*(batcher.translate(lines, 0) for lines in requests))
         await batcher.close()

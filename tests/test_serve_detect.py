@@ -22,17 +22,18 @@ from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.serve.app import Settings, create_app
 from mt_cli.serve.detect import Detector, auto_sources, detect
-from mt_cli.serve.parse import ApiError, Pair
+from mt_cli.serve.errors import ApiError
+from mt_cli.serve.scope import Scope
 from mt_cli.trained import load_trained
 
-DE_EN = Pair("de", "en", 5000, 100)
-MANY_TO_EN = Pair("de", "en", 5000, 100, more=(("fr", "en"), ("cs", "en")))
+DE_EN = Scope("de", "en", 5000, 100)
+MANY_TO_EN = Scope("de", "en", 5000, 100, more=(("fr", "en"), ("cs", "en")))
 ENGLISH = "A man in a blue shirt is standing on a ladder cleaning windows."
 SAMPLE = 100  # test2016 lines a language: every tenth
 
 
-def languages_of(pair: Pair) -> list[str]:
-    return [code for direction in pair.directions for code in direction]
+def languages_of(scope: Scope) -> list[str]:
+    return [code for direction in scope.directions for code in direction]
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +61,13 @@ def short_spans(lines: list[str], seed: int = 0) -> list[str]:
     return spans
 
 
-def share_right(detector: Detector, pair: Pair, texts: dict[str, list[str]]) -> float:
+def share_right(detector: Detector, scope: Scope, texts: dict[str, list[str]]) -> float:
     """The share of texts whose ``source: "auto"`` source is their own language."""
     right = total = 0
     for lang, lines in texts.items():
         for line in lines:
             try:
-                [guess] = auto_sources(detector, [line], "en", pair)
+                [guess] = auto_sources(detector, [line], "en", scope)
             except ApiError:
                 guess = None
             right += guess is not None and guess.language == lang
@@ -102,7 +103,7 @@ def test_english_and_french_lines_are_refused_by_a_de_en_model(de_en) -> None:
 
 
 def test_a_source_into_a_target_the_model_does_not_write_it_from_is_refused() -> None:
-    both = Pair("de", "en", 5000, 100, more=(("en", "de"),))
+    both = Scope("de", "en", 5000, 100, more=(("en", "de"),))
     detector = Detector(languages_of(both))
     [guess] = auto_sources(detector, [ENGLISH], "de", both)
     assert guess.language == "en"
@@ -127,7 +128,7 @@ def test_text_that_cannot_be_checked_is_the_first_source_at_confidence_0(de_en) 
         assert [g.answer() for g in auto_sources(de_en, [text], "en", DE_EN)] == [
             {"confidence": 0.0, "language": "de"}
         ]
-    unknown = Pair("xx", "en", 5000, 100)
+    unknown = Scope("xx", "en", 5000, 100)
     detector = Detector(languages_of(unknown))
     assert not detector.knows("xx") and detector.knows("en")
     assert [g.answer() for g in auto_sources(detector, [ENGLISH], "en", unknown)] == [
@@ -136,15 +137,17 @@ def test_text_that_cannot_be_checked_is_the_first_source_at_confidence_0(de_en) 
 
 
 def test_a_model_code_is_matched_by_its_primary_subtag_and_answered_as_the_model_writes_it() -> None:
-    pair = Pair("pt_BR", "en", 5000, 100, more=(("deu", "en"),))
-    detector = Detector(languages_of(pair))
+    scope = Scope("pt_BR", "en", 5000, 100, more=(("deu", "en"),))
+    detector = Detector(languages_of(scope))
     assert detector.knows("pt_BR") and detector.knows("deu")
     assert (
-        auto_sources(detector, ["Um homem está andando de bicicleta na rua."], "en", pair)[0].language
+        auto_sources(detector, ["Um homem está andando de bicicleta na rua."], "en", scope)[0].language
         == "pt_BR"
     )
     assert (
-        auto_sources(detector, ["Ein Mann fährt mit dem Fahrrad die Straße entlang."], "en", pair)[0].language
+        auto_sources(detector, ["Ein Mann fährt mit dem Fahrrad die Straße entlang."], "en", scope)[
+            0
+        ].language
         == "deu"
     )
 
@@ -153,6 +156,10 @@ class DetectOnly:
     """A de -> en engine that /detect never asks for a translation."""
 
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 1, "none", 1
+
+    def count_pieces(self, lines: list[str]) -> list[int]:
+        return [len(line.split()) + 1 for line in lines]
+
     directions = (("de", "en"),)
 
     def resolve(self, options: TranslateOptions) -> TranslateOptions:

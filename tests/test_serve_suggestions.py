@@ -34,7 +34,7 @@ from mt_cli.data.suggestions import Suggestion, suggestion_pairs
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.serve.app import Settings, create_app
-from mt_cli.serve.parse import ApiError
+from mt_cli.serve.errors import ApiError
 from mt_cli.serve.suggestions import DISABLED, Store
 
 KEYS = ["k-one", "k-two"]
@@ -47,6 +47,10 @@ class NoEngine:
     """A de -> en engine that /suggest never asks for a translation."""
 
     src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 1, "none", 1
+
+    def count_pieces(self, lines: list[str]) -> list[int]:
+        return [len(line.split()) + 1 for line in lines]
+
     directions = (("de", "en"),)
 
     def resolve(self, options: TranslateOptions) -> TranslateOptions:

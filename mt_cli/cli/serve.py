@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import errno
+import os
 import socket
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from mt_cli.cli.common import BeamOption, LengthPenaltyOption, log, option, user_errors
 from mt_cli.cli.engines import DEFAULT_MODEL, ModelChoice, opens_model
+from mt_cli.decode.engine import EngineKind
 from mt_cli.errors import InputError, RunFailure
 from mt_cli.serve.settings import DEFAULT_SETTINGS as DEFAULTS
 from mt_cli.serve.settings import Settings
+
+if TYPE_CHECKING:
+    from mt_cli.decode.engine import Engine
+    from mt_cli.serve.decoders import Decoders
 
 HostOption = option(str, help="Address to listen on (0.0.0.0: every IPv4 interface).")
 PortOption = option(int, min=0, max=65535, help="Port to listen on (0: any free one, shown at startup).")
@@ -24,11 +31,27 @@ ApiKeysOption = option(
     "/detect (and /suggest) need one (403).",
 )
 MaxCharsOption = option(int, min=1, help="Characters one request may send, all its texts together (400).")
-BatchWaitOption = option(
-    float, "--batch-wait-ms", min=0.0, help="Milliseconds a batch waits for more requests before decoding."
-)
 MaxQueueOption = option(
-    int, min=1, help="Lines waiting for the engine; a request that does not fit gets 429."
+    int, min=1, help="Distinct sentences waiting for a decoder; a request that does not fit gets 429."
+)
+MaxQueuePiecesOption = option(
+    int, min=1, help="Their source pieces (SentencePiece's); a request that does not fit gets 429."
+)
+BatchPiecesOption = option(
+    int, min=1, help="Source pieces a free decoder takes at most in one batch (what waits, nothing is held)."
+)
+QueueTimeoutOption = option(
+    float, min=0.1, help="Seconds a request may wait for decoding; then it gets 503 and is not decoded."
+)
+CacheSizeOption = option(
+    int, min=0, help="Sentences whose translations are kept and answered again without decoding (0: off)."
+)
+WorkersOption = option(
+    int | None,
+    min=0,
+    help="Decoding worker processes of the mt engine, one batch each (0: decode in the server's process; "
+    "default: one per core on a CPU, 0 on a GPU). The ctranslate2 engine decodes in-process, "
+    "its inter_threads batches side by side.",
 )
 MaxRequestLinesOption = option(
     int | None,
@@ -89,8 +112,12 @@ def serve(
     length_penalty: LengthPenaltyOption = DEFAULTS.options.length_penalty,
     alternatives_limit: AlternativesLimitOption = DEFAULTS.alternatives_limit,
     max_chars: MaxCharsOption = DEFAULTS.max_chars,
-    batch_wait_ms: BatchWaitOption = DEFAULTS.batch_wait_ms,
+    workers: WorkersOption = None,
     max_queue: MaxQueueOption = DEFAULTS.max_queue,
+    max_queue_pieces: MaxQueuePiecesOption = DEFAULTS.max_queue_pieces,
+    batch_pieces: BatchPiecesOption = DEFAULTS.batch_pieces,
+    queue_timeout: QueueTimeoutOption = DEFAULTS.queue_timeout,
+    cache_size: CacheSizeOption = DEFAULTS.cache_size,
     max_request_lines: MaxRequestLinesOption = DEFAULTS.max_request_lines,
     timeout_read: TimeoutReadOption = DEFAULTS.timeout_read,
     timeout_keep_alive: TimeoutKeepAliveOption = DEFAULTS.timeout_keep_alive,
@@ -128,8 +155,6 @@ def serve(
         from mt_cli.serve.app import create_app
         from mt_cli.serve.server import serve as run_server
 
-        # Decoding in this process: forking worker processes from a threaded server could copy a
-        # lock some thread holds. Its batches use every core through torch's threads.
         model = choice.open(processes=1).engine
         # What every request, and one with the most alternatives, decodes with: refused now if the
         # engine must (a beam too wide for its vocabulary), never as a 500 per request.
@@ -138,8 +163,11 @@ def serve(
         settings = Settings(
             max_chars=max_chars,
             max_queue=max_queue,
+            max_queue_pieces=max_queue_pieces,
             max_request_lines=max_request_lines,
-            batch_wait_ms=batch_wait_ms,
+            batch_pieces=batch_pieces,
+            queue_timeout=queue_timeout,
+            cache_size=cache_size,
             options=options,
             alternatives_limit=alternatives_limit,
             api_keys=keys,
@@ -154,14 +182,52 @@ def serve(
         url = _url(listener)
         directions = describe_directions(model.directions)
         decoding = (
-            f"{choice.engine.value} engine, beam {resolved.beam_size}, length penalty {resolved.alpha:g}"
+            f"{choice.engine.value} engine, beam {resolved.beam_size}, length penalty {resolved.alpha:g}, "
+            f"{_describe_workers(choice, workers)}"
         )
         stored = f"; suggestions stored in {suggestions}" if suggestions is not None else ""
         ready = f"mt serve: {directions} at {url} ({decoding}, {model.origin}){stored}"
-        if not run_server(create_app(model, settings, on_ready=lambda: log(ready)), listener, settings):
+        # Forked now, before the server starts any thread (workers.py says why).
+        decoders = _decoders(model, choice, workers, listener)
+        app = create_app(model, settings, on_ready=lambda: log(ready), decoders=decoders)
+        if not run_server(app, listener, settings):
             raise RunFailure("the server did not start; see the messages above")
     finally:
         listener.close()
+
+
+def _worker_count(choice: ModelChoice, workers: int | None) -> int:
+    """The decoding worker processes to start: ``--workers``, by default one per core for the mt
+    engine on a Linux CPU; 0 elsewhere. A one-line error where workers cannot be."""
+    from mt_cli.decode.processes import available
+    from mt_cli.runtime.device import resolve_device
+
+    on_cpu = choice.engine is EngineKind.MT and resolve_device(choice.device).type == "cpu" and available()
+    if workers is None:
+        return len(os.sched_getaffinity(0)) if on_cpu else 0
+    if workers > 0 and not on_cpu:
+        raise InputError(
+            "--workers needs the mt engine on a Linux CPU; the ctranslate2 engine decodes its "
+            "inter_threads batches side by side in-process, and a GPU is one device"
+        )
+    return workers
+
+
+def _decoders(
+    model: Engine, choice: ModelChoice, workers: int | None, listener: socket.socket
+) -> Decoders | None:
+    count = _worker_count(choice, workers)
+    if count == 0:
+        return None
+    from mt_cli.serve.alternatives import decoder
+    from mt_cli.serve.workers import WorkerPool
+
+    return WorkerPool(decoder(model), count, close_in_children=[listener])
+
+
+def _describe_workers(choice: ModelChoice, workers: int | None) -> str:
+    count = _worker_count(choice, workers)
+    return f"{count} decoding worker process{'es' if count != 1 else ''}" if count else "decoding in-process"
 
 
 def _read_keys(path: Path) -> frozenset[str]:

@@ -84,6 +84,10 @@ class Engine(Protocol):
         """Fingerprints (SHA-256 of the SentencePiece model bytes) of the source and target tokenizers."""
         ...
 
+    def count_pieces(self, lines: list[str]) -> list[int]:
+        """How many source pieces each line is (the size of its work: ``mt serve`` batches by it)."""
+        ...
+
     def resolve(self, options: TranslateOptions) -> TranslateOptions:
         """``options`` with the card's defaults filled in; an ``InputError`` if this engine
         cannot do what they ask (checked before any line is read), a beam too wide for its
@@ -171,6 +175,9 @@ class CardEngine:
     @property
     def tokenizers(self) -> tuple[str, str]:
         return self.src_tok.fingerprint(), self.tgt_tok.fingerprint()
+
+    def count_pieces(self, lines: list[str]) -> list[int]:
+        return [len(ids) for ids in self.src_tok.encode(lines)]
 
     @property
     def max_positions(self) -> int:

@@ -34,8 +34,12 @@ from mt_cli.decode.engine import Engine
 from mt_cli.documents.filetypes import EXTENSIONS
 from mt_cli.errors import InputError
 from mt_cli.serve import alternatives, body, detect, files, parse, suggestions
-from mt_cli.serve.batcher import Batcher, EngineFailed
+from mt_cli.serve.batcher import Batcher
+from mt_cli.serve.decoders import Decoders, InProcess
+from mt_cli.serve.errors import ApiError
 from mt_cli.serve.handlers import Guard, add_error_handlers
+from mt_cli.serve.job import Job, Translating
+from mt_cli.serve.scope import Scope
 from mt_cli.serve.settings import Settings
 
 logger = logging.getLogger("mt.serve")
@@ -49,18 +53,27 @@ LANGUAGE_NAMES = {
 FRONTEND_TIMEOUT_MS = 500  # LibreTranslate's default pause after typing before its page translates
 
 
-def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] | None = None) -> FastAPI:
-    """The server for ``engine``; ``on_ready`` runs once the batcher runs, before the first request."""
+def create_app(
+    engine: Engine,
+    settings: Settings,
+    on_ready: Callable[[], None] | None = None,
+    decoders: Decoders | None = None,
+) -> FastAPI:
+    """The server for ``engine``; ``on_ready`` runs once the batcher runs, before the first request.
+    ``decoders``: where its batches are decoded (``workers.WorkerPool``; None: in this process,
+    ``engine.parallel_batches`` at once), closed with the server."""
     # Keyed by the requests' options: one engine call decodes with one beam and n-best, into one
     # language.
     batcher: Batcher[TranslateOptions, alternatives.Hypotheses] = Batcher(
-        alternatives.decoder(engine),
+        decoders or InProcess(alternatives.decoder(engine), engine.parallel_batches),
+        engine.count_pieces,
         settings.max_queue,
-        settings.batch_wait_ms / 1000,
-        settings.batch_lines,
-        engine.parallel_batches,
+        settings.max_queue_pieces,
+        settings.batch_pieces,
+        settings.queue_timeout,
+        settings.cache_size,
     )
-    pair = parse.Pair(
+    scope = Scope(
         engine.src_lang,
         engine.tgt_lang,
         settings.max_chars,
@@ -87,6 +100,7 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
         finally:
             # uvicorn has waited for the open requests; anything still queued is answered first.
             await batcher.close()
+            batcher.decoders.close()
             await store.close()
             await translated_files.close()  # every file not downloaded yet, and the directory
 
@@ -113,74 +127,66 @@ def create_app(engine: Engine, settings: Settings, on_ready: Callable[[], None] 
     async def read_fields(request: Request) -> dict[str, Any]:
         return await parse.read_fields(request, await read(request, settings.max_body))
 
-    detector = detect.Detector([code for direction in pair.directions for code in direction])
-    if unknown := [source for source in pair.sources if not detector.knows(source)]:
+    detector = detect.Detector([code for direction in scope.directions for code in direction])
+    if unknown := [source for source in scope.sources if not detector.knows(source)]:
         logger.warning(
             "mt serve: source auto and /detect cannot check %s: no language detector knows it", unknown
         )
-    _add_api_routes(app, engine, batcher, pair, settings, read_fields, detector)
-    suggestions.add_route(app, store, pair, settings.api_keys, read_fields)
+    translating = Translating(batcher, detector, scope)
+    _add_api_routes(app, engine, translating, settings, read_fields)
+    suggestions.add_route(app, store, scope, settings.api_keys, read_fields)
     files.add_routes(
         app,
         translated_files,
         engine,
-        batcher,
-        pair,
-        detector,
+        translating,
         read,
         settings.max_file_size,
         settings.api_keys,
         settings.options,
     )
-    _add_info_routes(app, batcher, pair, settings)
+    _add_info_routes(app, batcher, scope, settings)
     return app
 
 
 def _add_api_routes(
     app: FastAPI,
     engine: Engine,
-    batcher: Batcher[TranslateOptions, alternatives.Hypotheses],
-    pair: parse.Pair,
+    translating: Translating,
     settings: Settings,
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
-    detector: detect.Detector,
 ) -> None:
+    scope = translating.scope
+
     @app.post("/translate")
     async def translate(request: Request) -> dict[str, Any]:
         fields = await read_fields(request)
         parse.check_key(fields, settings.api_keys)
-        job = parse.parse_translate(fields, pair)
-        detected: list[detect.Guess] = []
-        if job.auto:  # a 400 for text in a language the model does not translate into the target
-            target = job.target or pair.target
-            detected = await asyncio.to_thread(detect.auto_sources, detector, job.texts, target, pair)
-            job = parse.check_sentences(job.split_as([guess.language for guess in detected]), pair)
+        asked = parse.parse_translate(fields, scope)
+        target = asked.target or scope.target
         try:  # checked before it is queued: options the engine cannot decode with are the client's
-            options = engine.resolve(job.options(settings.options, engine.beam_size))
+            options = engine.resolve(asked.options(settings.options, engine.beam_size))
         except InputError as err:
-            raise parse.ApiError(400, f"invalid request: {err}") from None
-        if not job.lines():  # nothing to translate (no letter in any text): answered as it came
-            return job.answer([], [guess.answer() for guess in detected])
-        try:
-            work = batcher.translate(job.lines(), options)
-            outputs = await body.unless_client_leaves(request.receive, work)
-        except EngineFailed as err:  # input that passed every check failed alone: mt's bug, one line
-            logger.error("mt serve: the engine failed on one request: %s", err)
-            raise parse.ApiError(500, f"Cannot translate text: {parse.show(str(err.cause), 200)}") from None
-        return job.answer(outputs, [guess.answer() for guess in detected])
+            raise ApiError(400, f"invalid request: {err}") from None
+        job = Job(asked.read, asked.languages, asked.auto, target, "text", scope.max_lines)
+        done = await translating.run(job, options, request.receive)
+        return asked.answer(done.documents, done.hypotheses, [guess.answer() for guess in done.detected])
 
     @app.post("/detect")
     async def detect_language(request: Request) -> list[dict[str, Any]]:
         fields = await read_fields(request)
         parse.check_key(fields, settings.api_keys)
-        text = "\n".join(parse.parse_detect(fields, pair))  # a list of texts is detected as one
-        return [guess.answer() for guess in await asyncio.to_thread(detect.detect, detector, text, pair)]
+        text = "\n".join(parse.parse_detect(fields, scope))  # a list of texts is detected as one
+        return [
+            guess.answer()
+            for guess in await asyncio.to_thread(detect.detect, translating.detector, text, scope)
+        ]
 
 
 def _add_info_routes(
     app: FastAPI,
     batcher: Batcher[TranslateOptions, alternatives.Hypotheses],
-    pair: parse.Pair,
+    scope: Scope,
     settings: Settings,
 ) -> None:
     page = importlib.resources.files("mt_cli.serve").joinpath("page.html").read_text(encoding="utf-8")
@@ -191,7 +197,7 @@ def _add_info_routes(
 
     @app.api_route("/languages", methods=["GET", "HEAD"])
     async def languages() -> list[dict[str, Any]]:
-        return languages_of(pair.directions)
+        return languages_of(scope.directions)
 
     @app.api_route("/frontend/settings", methods=["GET", "HEAD"])
     async def frontend_settings() -> dict[str, Any]:
@@ -206,8 +212,8 @@ def _add_info_routes(
             "supportedFilesFormat": list(EXTENSIONS) if settings.max_file_size > 0 else [],
             "alternativesLimit": settings.alternatives_limit,  # mt's own key: LibreTranslate has none
             "language": {
-                "source": {"code": pair.source, "name": _name(pair.source)},
-                "target": {"code": pair.target, "name": _name(pair.target)},
+                "source": {"code": scope.source, "name": _name(scope.source)},
+                "target": {"code": scope.target, "name": _name(scope.target)},
             },
         }
 
@@ -216,9 +222,10 @@ def _add_info_routes(
         stats = batcher.stats
         return {
             "status": "ok",
-            "source": pair.source,
-            "target": pair.target,
+            "source": scope.source,
+            "target": scope.target,
             "queuedLines": batcher.queued_lines,
+            "queuedPieces": batcher.queued_pieces,
             "pendingRequests": batcher.pending_requests,
             "batches": stats.batches,
             "requests": stats.requests,
@@ -227,7 +234,11 @@ def _add_info_routes(
             "retriedBatches": stats.retried_batches,
             "failedRequests": stats.failed_requests,
             "droppedRequests": stats.dropped_requests,
-            "droppedLines": stats.dropped_lines,
+            "lateRequests": stats.late_requests,
+            "cacheHits": batcher.cache.hits,
+            "cacheMisses": batcher.cache.misses,
+            "decoders": batcher.decoders.parallel,
+            "workerRestarts": batcher.decoders.restarts,
         }
 
 

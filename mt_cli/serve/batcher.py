@@ -1,298 +1,387 @@
-"""The micro-batcher: concurrent requests' lines decoded together, one engine call at a time.
+"""The batcher: every request's sentences pooled, each free decoder handed what is waiting.
 
-A request's lines wait in a queue bounded in lines (``QueueFull`` past it, the server's 429).
-One task takes the first waiting request, gathers more for ``wait`` seconds or until the
-batch holds ``batch_lines`` lines, runs ONE ``decode`` call on all of them in a
-single-thread executor (the engine is never called twice at once, and the event loop keeps
-accepting requests while it decodes), and hands each request its own slice of the answers.
+A request's sentences are looked up in the sentence cache (``cache``); the rest join the pool of
+waiting sentences, one entry per distinct (key, sentence), so a sentence that several requests
+send at once is decoded once. The key is the decode settings a sentence needs (``mt serve``: the
+options of its request): one engine call decodes with one setting.
 
-Each request carries a key, the decode settings it needs (``mt serve``: how many alternatives,
-which sets the beam and the n-best): a batch holds requests of one key only, since one engine
-call decodes with one setting. A request of another key that arrives while a batch gathers is
-held aside, first in line for the next batch, so no key waits behind a stream of another.
+Work-conserving, as Bergamot's server batches: whenever one of the ``parallel`` decoders is
+free and anything waits, it takes the oldest waiting sentence and more of its key, all of them if
+they fit ``batch_tokens`` source pieces, else the ones nearest to it in length, so a batch pads
+little; nothing waits on a timer. Under light load a sentence is decoded as soon as it comes; under
+heavy load the batches grow to the budget.
 
-One request's text never fails another's: if a batch's call raises, each of its requests is
-decoded again alone, and only the ones that still fail get the error (``EngineFailed``).
+The pool is bounded in sentences and in pieces (``QueueFull`` past either, the server's 429, with
+the seconds after which to retry from the pieces waiting and the rate measured so far). A request
+still waiting ``deadline`` seconds after it came is answered ``Late`` (503), not decoded. A request
+whose caller stopped waiting (the client hung up: its task was cancelled) leaves the pool at once.
 
-A request whose caller stopped waiting (the client hung up: its task was cancelled) gives its
-place in the queue back at once and is not decoded; ``Stats.dropped_*`` count such requests.
+One request's text never fails another's: if a batch's call raises, each of its sentences is
+decoded again alone, and only the requests whose sentence still fails get the error
+(``EngineFailed``); a decoder that died twice (``decoders.WorkerDied``) fails its batch at once.
 
-``drain(grace)`` refuses new work and answers what is queued, as long as it can start
-decoding before the grace period ends (less the longest decode seen, so the last batch still
-finishes in time); what is still waiting then is answered ``Closed``, and so is whatever is
-unanswered when the grace period ends. ``close()`` waits until every accepted request is
-answered and the engine is idle, then stops.
+``drain(grace)`` refuses new work and answers what waits as long as it can start decoding within
+the grace period (less the longest decode seen); the rest, and anything unanswered when the grace
+period ends, is answered ``Closed``. ``close()`` waits until every accepted request is answered.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from mt_cli.serve.cache import SentenceCache
+from mt_cli.serve.decoders import Decoders, EngineFailed, WorkerDied
+
 K = TypeVar("K", bound=Hashable)  # a batch's decode settings
 R = TypeVar("R")  # what the engine gives for one line
-Decode = Callable[[list[str], K], Sequence[R]]  # (lines, key) -> one result per line, in order
+Measure = Callable[[list[str]], list[int]]  # sentences -> their source pieces
 DRAIN_MARGIN_S = 0.5  # kept free at the end of a grace period beyond the longest decode seen
+RATE_BATCHES = 32  # recent batches the decoding rate is measured over
+RETRY_AFTER_MAX_S = 60
 
 
 class QueueFull(Exception):
-    """The queue holds too many lines to take this request now: the client should retry later."""
+    """The pool holds too much to take this request now: retry after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Late(Exception):
+    """The request waited longer than the server's deadline for decoding and was not decoded."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Closed(Exception):
     """The batcher is stopping and takes no new requests (or could not reach this one in time)."""
 
 
-class EngineFailed(Exception):
-    """The engine raised on this request's lines decoded alone: the error is mt's, not the client's."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(" ".join(f"{type(cause).__name__}: {cause}".split()))  # one line, for the log
-        self.cause = cause
-
-
-@dataclass(eq=False)  # compared by identity: jobs are kept in a set
-class _Job(Generic[K, R]):
-    lines: list[str]
-    key: K  # decoded only in a batch of jobs with an equal key
+@dataclass(eq=False)  # compared by identity: kept in sets
+class _Request(Generic[R]):
+    results: list[R | None]
     future: asyncio.Future[list[R]] = field(repr=False)
-    queued: bool = True  # its lines still count in ``queued_lines``
+    deadline: float  # the event loop's time after which it is answered Late
+    missing: int = 0  # sentences not answered yet
+
+
+@dataclass(eq=False)
+class _Sentence(Generic[K, R]):
+    key: K
+    text: str
+    pieces: int
+    waiters: list[tuple[_Request[R], int]] = field(default_factory=list)  # (request, its index there)
 
 
 @dataclass
 class Stats:
-    """What the engine calls have decoded so far: for the health endpoint and the tests."""
+    """What the decoders have done so far: for /health, /metrics and the tests."""
 
     batches: int = 0
-    requests: int = 0
-    lines: int = 0
-    largest_batch: int = 0  # the most requests one engine call answered
+    requests: int = 0  # requests answered in full
+    lines: int = 0  # sentences decoded (a cache hit or a shared sentence is not decoded again)
+    pieces: int = 0  # their source pieces
+    largest_batch: int = 0  # the most sentences one engine call decoded
     longest_decode_s: float = 0.0  # the slowest engine call, what a stop must leave time for
-    retried_batches: int = 0  # batches that failed and were decoded again request by request
+    retried_batches: int = 0  # batches that failed and were decoded again sentence by sentence
     failed_requests: int = 0  # requests the engine failed on even alone
-    dropped_requests: int = 0  # requests nobody waited for any more when their turn came
-    dropped_lines: int = 0
-
-    def add(self, requests: int, lines: int, seconds: float) -> None:
-        self.batches += 1
-        self.requests += requests
-        self.lines += lines
-        self.largest_batch = max(self.largest_batch, requests)
-        self.longest_decode_s = max(self.longest_decode_s, seconds)
+    dropped_requests: int = 0  # requests whose client left before they were answered
+    late_requests: int = 0  # requests answered Late: the deadline passed before their decoding
 
 
 class Batcher(Generic[K, R]):
-    """Gathers the lines of concurrent ``translate`` calls of one key into single ``decode`` calls."""
+    """Pools the sentences of concurrent ``translate`` calls and decodes them on ``decoders``."""
 
     def __init__(
-        self, decode: Decode[K, R], max_queue: int, wait: float, batch_lines: int, parallel: int = 1
+        self,
+        decoders: Decoders[K, R],
+        measure: Measure,
+        max_queue: int,
+        max_queue_pieces: int,
+        batch_pieces: int,
+        deadline: float,
+        cache_size: int = 0,
     ) -> None:
-        if max_queue < 1 or batch_lines < 1 or wait < 0 or parallel < 1:
-            raise ValueError("max_queue, batch_lines and parallel must be positive and wait not negative")
-        self._parallel = parallel  # batches decoded at once, each in its own thread
-        self._decode_lines = decode
+        if min(max_queue, max_queue_pieces, batch_pieces) < 1 or deadline <= 0:
+            raise ValueError("the queue's bounds, the batch budget and the deadline must be positive")
+        self.decoders = decoders
+        self._measure = measure
         self.max_queue = max_queue
-        self._wait = wait
-        self._batch_lines = batch_lines
-        self._queue: asyncio.Queue[_Job[K, R]] = asyncio.Queue()
-        # Taken off the queue while a batch of another key gathered: older than anything still
-        # in the queue, so the next batch starts with them.
-        self._held: deque[_Job[K, R]] = deque()
-        self._waiting: set[_Job[K, R]] = set()  # queued or held, not yet in a batch
-        self._unanswered: set[_Job[K, R]] = set()  # accepted, future not yet resolved (decoding or not)
-        self.queued_lines = 0  # lines accepted and not yet handed to the engine
-        self.pending_requests = 0  # requests accepted and not yet answered
+        self.max_queue_pieces = max_queue_pieces
+        self._batch_pieces = batch_pieces
+        self._deadline = deadline
+        self.cache: SentenceCache[K, R] = SentenceCache(cache_size)
+        self._waiting: dict[tuple[K, str], _Sentence[K, R]] = {}  # oldest first
+        self._decoding: dict[tuple[K, str], _Sentence[K, R]] = {}
+        self._unanswered: set[_Request[R]] = set()
+        self.queued_pieces = 0
         self.stats = Stats()
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.on_batch: list[Callable[[int, int, float], None]] = []  # (sentences, pieces, seconds)
+        self._recent: deque[tuple[int, float]] = deque(maxlen=RATE_BATCHES)  # (pieces, seconds)
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._deadlines: list[asyncio.TimerHandle] = []
 
+    @property
+    def queued_lines(self) -> int:
+        """Distinct sentences waiting for a decoder."""
+        return len(self._waiting)
+
+    @property
+    def pending_requests(self) -> int:
+        return len(self._unanswered)
+
     async def start(self) -> None:
-        """Start the gathering task on the running loop (the server's, in its startup)."""
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self._parallel, thread_name_prefix="mt-engine"
-        )
+        """Start the dispatching task on the running loop (the server's, in its startup)."""
         self._task = asyncio.get_running_loop().create_task(self._run(), name="mt-batcher")
 
     async def translate(self, lines: list[str], key: K) -> list[R]:
-        """The engine's results for ``lines`` decoded with ``key``, in order, decoded along with
-        whatever else of that key is waiting. Cancelling the call (a client that left) takes the
-        lines out of the queue."""
+        """The results for ``lines`` decoded with ``key``, in order. Cancelling the call (a
+        client that left) takes its sentences out of the pool."""
         if self._closing or self._task is None:
             raise Closed("the server is stopping")
-        if self.queued_lines + len(lines) > self.max_queue:
-            raise QueueFull(
-                f"the queue is full ({self.queued_lines} of {self.max_queue} lines waiting); retry shortly"
-            )
-        job: _Job[K, R] = _Job(lines, key, asyncio.get_running_loop().create_future())
-        job.future.add_done_callback(lambda _: self._unqueue(job))
-        job.future.add_done_callback(lambda _: self._unanswered.discard(job))
-        self.queued_lines += len(lines)
-        self.pending_requests += 1
-        self._waiting.add(job)
-        self._unanswered.add(job)
-        self._queue.put_nowait(job)
-        try:
-            return await job.future
-        finally:
-            self.pending_requests -= 1
+        loop = asyncio.get_running_loop()
+        request: _Request[R] = _Request(
+            [None] * len(lines), loop.create_future(), loop.time() + self._deadline
+        )
+        joins, fresh = self._look_up(request, lines, key)
+        pieces = self._measure(list(fresh)) if fresh else []
+        self._check_room(len(fresh), sum(pieces))
+        for sentence, index in joins:
+            sentence.waiters.append((request, index))
+        for (text, indices), count in zip(fresh.items(), pieces, strict=True):
+            self._waiting[(key, text)] = _Sentence(key, text, count, [(request, i) for i in indices])
+            self.queued_pieces += count
+        request.missing = len(joins) + sum(len(indices) for indices in fresh.values())
+        if request.missing == 0:
+            self.stats.requests += 1
+            return request.results  # type: ignore[return-value]  # every one filled in
+        self._unanswered.add(request)
+        request.future.add_done_callback(lambda _: self._forget(request))
+        self._wakeup.set()
+        return await request.future
+
+    def _look_up(
+        self, request: _Request[R], lines: list[str], key: K
+    ) -> tuple[list[tuple[_Sentence[K, R], int]], dict[str, list[int]]]:
+        """Fill the cached results in; (sentences already waiting or decoding that the request
+        joins, with its index; the new sentences, each with its indices in the request)."""
+        joins: list[tuple[_Sentence[K, R], int]] = []
+        fresh: dict[str, list[int]] = {}
+        for index, line in enumerate(lines):
+            if line in fresh:
+                fresh[line].append(index)
+            elif (known := self._waiting.get((key, line)) or self._decoding.get((key, line))) is not None:
+                joins.append((known, index))
+            elif (cached := self.cache.get(key, line)) is not None:
+                request.results[index] = cached
+            else:
+                fresh[line] = [index]
+        return joins, fresh
+
+    def _check_room(self, lines: int, pieces: int) -> None:
+        """``QueueFull`` unless the pool has room; an empty pool takes any request (one larger
+        than the pool alone is limited by the request limits, not here)."""
+        if not self._waiting or not lines:
+            return
+        if len(self._waiting) + lines > self.max_queue or self.queued_pieces + pieces > self.max_queue_pieces:
+            waiting = f"{len(self._waiting)} sentences, {self.queued_pieces} pieces"
+            raise QueueFull(f"the queue is full ({waiting} waiting); retry shortly", self.retry_after())
+
+    def retry_after(self) -> int:
+        """Seconds until the pieces waiting now are decoded at the rate measured (1 at least)."""
+        pieces = sum(count for count, _ in self._recent)
+        seconds = sum(spent for _, spent in self._recent)
+        if pieces == 0 or seconds <= 0:
+            return 1
+        rate = pieces / seconds * self.decoders.parallel
+        return max(1, min(RETRY_AFTER_MAX_S, math.ceil(self.queued_pieces / rate)))
 
     def drain(self, grace: float) -> None:
-        """Take no new requests; answer the queued ones that can start decoding within ``grace``
-        seconds less the longest decode seen, and ``Closed`` to the rest when that time is up, and
-        to any still unanswered when ``grace`` is up (a decode running then is not stopped, but
-        its requests are answered, so the server can close their connections in time)."""
+        """Take no new requests; answer those that can start decoding within ``grace`` seconds
+        less the longest decode seen, and ``Closed`` to the rest when that time is up, and to any
+        still unanswered when ``grace`` is up."""
         self._closing = True
         if not self._deadlines:
             loop = asyncio.get_running_loop()
             last_start = max(0.0, grace - self.stats.longest_decode_s - DRAIN_MARGIN_S)
             self._deadlines = [
-                loop.call_later(last_start, self._expire, self._waiting),
+                loop.call_later(last_start, self._expire_waiting),
                 loop.call_later(grace, self._expire, self._unanswered),
             ]
 
     async def close(self) -> None:
-        """Take no new requests, answer every accepted one, then stop the task and the thread."""
+        """Take no new requests, answer every accepted one, then stop the task."""
         self._closing = True
-        await self._queue.join()  # each job is marked done once its future is resolved
+        while self._unanswered or self._decoding:
+            self._idle.clear()
+            await self._idle.wait()
         for deadline in self._deadlines:
             deadline.cancel()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
+
+    def _expire_waiting(self) -> None:
+        self._expire({request for sentence in self._waiting.values() for request, _ in sentence.waiters})
 
     @staticmethod
-    def _expire(jobs: set[_Job[K, R]]) -> None:
-        for job in list(jobs):
-            if not job.future.done():
-                job.future.set_exception(Closed("the server is stopping and could not decode this in time"))
+    def _expire(requests: set[_Request[R]]) -> None:
+        for request in list(requests):
+            if not request.future.done():
+                request.future.set_exception(
+                    Closed("the server is stopping and could not decode this in time")
+                )
 
-    def _unqueue(self, job: _Job[K, R]) -> None:
-        """The job left the queue (put in a batch, or answered or cancelled while waiting):
-        its lines no longer count against the queue's room."""
-        self._waiting.discard(job)
-        if job.queued:
-            job.queued = False
-            self.queued_lines -= len(job.lines)
+    def _forget(self, request: _Request[R]) -> None:
+        """The request is answered (or its client left): its waiting sentences no one else wants
+        leave the pool. Called again for one already forgotten, it does nothing."""
+        if request not in self._unanswered:
+            return
+        self._unanswered.discard(request)
+        if request.future.cancelled():
+            self.stats.dropped_requests += 1
+        for place, sentence in list(self._waiting.items()):
+            sentence.waiters = [(waiter, i) for waiter, i in sentence.waiters if waiter is not request]
+            if not sentence.waiters:
+                del self._waiting[place]
+                self.queued_pieces -= sentence.pieces
+        if not self._unanswered and not self._decoding:
+            self._idle.set()
 
     async def _run(self) -> None:
-        """Gather a batch whenever a decoding slot is free; requests wait in the queue meanwhile,
-        so the batches grow with the load."""
-        slots = asyncio.Semaphore(self._parallel)
+        """Hand what waits to each decoder as it frees up."""
+        slots = asyncio.Semaphore(self.decoders.parallel)
         decoding: set[asyncio.Task[None]] = set()
         while True:
             await slots.acquire()
-            jobs = await self._gather()
-            task = asyncio.get_running_loop().create_task(self._decode_then_release(jobs, slots))
+            batch = await self._take()
+            task = asyncio.get_running_loop().create_task(self._decode_then_release(batch, slots))
             decoding.add(task)  # held until done: the loop keeps only weak references to tasks
             task.add_done_callback(decoding.discard)
 
-    async def _decode_then_release(self, jobs: list[_Job[K, R]], slots: asyncio.Semaphore) -> None:
+    async def _take(self) -> list[_Sentence[K, R]]:
+        """The next batch: the oldest waiting sentence and those of its key that fit the budget,
+        nearest to it in length first; requests past their deadline answered Late first."""
+        while True:
+            self._answer_late()
+            if self._waiting:
+                break
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        first = next(iter(self._waiting.values()))
+        same = [sentence for sentence in self._waiting.values() if sentence.key == first.key]
+        if sum(sentence.pieces for sentence in same) > self._batch_pieces:
+            same.sort(key=lambda sentence: abs(sentence.pieces - first.pieces))  # stable: oldest first
+        batch, pieces = [], 0
+        for sentence in same:
+            if batch and pieces + sentence.pieces > self._batch_pieces:
+                continue
+            batch.append(sentence)
+            pieces += sentence.pieces
+        for sentence in batch:
+            place = (sentence.key, sentence.text)
+            del self._waiting[place]
+            self._decoding[place] = sentence
+            self.queued_pieces -= sentence.pieces
+        return batch
+
+    def _answer_late(self) -> None:
+        now = asyncio.get_running_loop().time()
+        late = {
+            request
+            for sentence in self._waiting.values()
+            for request, _ in sentence.waiters
+            if request.deadline <= now and not request.future.done()
+        }
+        for request in late:
+            self.stats.late_requests += 1
+            waited = f"the server could not start decoding this within {self._deadline:g} s; retry later"
+            request.future.set_exception(Late(waited, self.retry_after()))
+            self._forget(request)  # now, not when the future's callbacks run: this batch must not take it
+
+    async def _decode_then_release(self, batch: list[_Sentence[K, R]], slots: asyncio.Semaphore) -> None:
         try:
-            await self._decode(jobs)
+            await self._decode(batch)
         finally:
             slots.release()
-            for _ in jobs:
-                self._queue.task_done()
+            for sentence in batch:
+                self._decoding.pop((sentence.key, sentence.text), None)
+            if not self._unanswered and not self._decoding:
+                self._idle.set()
 
-    async def _gather(self) -> list[_Job[K, R]]:
-        """The first waiting job and those of its key already waiting or arriving within ``wait``
-        seconds, up to the line budget; jobs of other keys are held for the next batch. Jobs
-        nobody waits for any more count nothing against the budget."""
-        first = self._held.popleft() if self._held else await self._queue.get()
-        jobs = [first]
-        self._unqueue(first)
-        lines = _wanted_lines(first)
-        for job in list(self._held):  # the held jobs of this key, oldest first
-            if lines >= self._batch_lines:
-                break
-            if job.key == first.key:
-                self._held.remove(job)
-                jobs.append(job)
-                self._unqueue(job)
-                lines += _wanted_lines(job)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._wait
-        while lines < self._batch_lines:
-            if self._queue.empty():
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                try:
-                    job = await asyncio.wait_for(self._queue.get(), remaining)
-                except asyncio.TimeoutError:  # not the builtin before Python 3.11
-                    break
-            else:
-                job = self._queue.get_nowait()
-            if job.key != first.key:
-                self._held.append(job)  # still waiting: its lines still count against the queue
-                continue
-            jobs.append(job)
-            self._unqueue(job)
-            lines += _wanted_lines(job)
-        return jobs
-
-    async def _decode(self, jobs: list[_Job[K, R]]) -> None:
-        """One engine call for the jobs still wanted; each future gets its slice. If the call
-        raises, each job is decoded alone, so the error reaches only the request(s) at fault."""
-        live = [job for job in jobs if not job.future.done()]  # a client that left is not decoded for
-        for job in jobs:
-            if job.future.done():
-                self.stats.dropped_requests += 1
-                self.stats.dropped_lines += len(job.lines)
-        if not live:
-            return
+    async def _decode(self, batch: list[_Sentence[K, R]]) -> None:
+        """One engine call for the batch; on failure each sentence alone, so the error reaches
+        only the requests at fault."""
         try:
-            outputs = await self._call([line for job in live for line in job.lines], live[0].key, len(live))
+            results = await self._call(batch)
         except EngineFailed as err:
-            if len(live) == 1:
-                self._fail(live[0], err)
+            if len(batch) == 1 or isinstance(err.cause, WorkerDied):
+                for sentence in batch:
+                    self._fail(sentence, err)
                 return
             self.stats.retried_batches += 1
-            for job in live:
-                if job.future.done():  # its client left while the batch ran
-                    continue
+            for sentence in batch:
                 try:
-                    alone = await self._call(job.lines, job.key, 1)
+                    [result] = await self._call([sentence])
                 except EngineFailed as failure:
-                    self._fail(job, failure)
+                    self._fail(sentence, failure)
                 else:
-                    if not job.future.done():  # answered Closed by a stop's deadline meanwhile
-                        job.future.set_result(alone)
+                    self._answer(sentence, result)
             return
-        start = 0
-        for job in live:
-            end = start + len(job.lines)
-            if not job.future.done():
-                job.future.set_result(outputs[start:end])
-            start = end
+        for sentence, result in zip(batch, results, strict=True):
+            self._answer(sentence, result)
 
-    async def _call(self, lines: list[str], key: K, requests: int) -> list[R]:
-        """The engine's results for ``lines`` (in the executor), or ``EngineFailed``."""
-        loop = asyncio.get_running_loop()
+    async def _call(self, batch: Sequence[_Sentence[K, R]]) -> list[R]:
+        """The decoders' results for the batch (in an executor thread), or ``EngineFailed``."""
+        lines = [sentence.text for sentence in batch]
+        pieces = sum(sentence.pieces for sentence in batch)
         started = time.monotonic()
         try:
-            outputs = list(await loop.run_in_executor(self._executor, self._decode_lines, lines, key))
+            results = list(
+                await asyncio.get_running_loop().run_in_executor(
+                    None, self.decoders.decode, lines, batch[0].key
+                )
+            )
         except Exception as err:  # whatever the engine raises is its failure on these lines
             raise EngineFailed(err) from err
-        if len(outputs) != len(lines):
-            raise EngineFailed(RuntimeError(f"the engine returned {len(outputs)} lines for {len(lines)}"))
-        self.stats.add(requests, len(lines), time.monotonic() - started)
-        return outputs
+        if len(results) != len(lines):
+            raise EngineFailed(RuntimeError(f"the engine returned {len(results)} lines for {len(lines)}"))
+        seconds = time.monotonic() - started
+        self._recent.append((pieces, seconds))
+        self.stats.batches += 1
+        self.stats.lines += len(lines)
+        self.stats.pieces += pieces
+        self.stats.largest_batch = max(self.stats.largest_batch, len(lines))
+        self.stats.longest_decode_s = max(self.stats.longest_decode_s, seconds)
+        for observe in self.on_batch:
+            observe(len(lines), pieces, seconds)
+        return results
 
-    def _fail(self, job: _Job[K, R], err: EngineFailed) -> None:
-        self.stats.failed_requests += 1
-        if not job.future.done():
-            job.future.set_exception(err)
+    def _answer(self, sentence: _Sentence[K, R], result: R) -> None:
+        self.cache.put(sentence.key, sentence.text, result)
+        for request, index in sentence.waiters:
+            if request.future.done():  # its client left, or another sentence of it failed
+                continue
+            request.results[index] = result
+            request.missing -= 1
+            if request.missing == 0:
+                self.stats.requests += 1
+                request.future.set_result(request.results)  # type: ignore[arg-type]  # all filled in
 
-
-def _wanted_lines(job: _Job[K, R]) -> int:
-    return 0 if job.future.done() else len(job.lines)
+    def _fail(self, sentence: _Sentence[K, R], err: EngineFailed) -> None:
+        for request, _ in sentence.waiters:
+            if not request.future.done():
+                self.stats.failed_requests += 1
+                request.future.set_exception(err)

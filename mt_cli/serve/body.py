@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from starlette.types import Message, Receive
 
-from mt_cli.serve.parse import ApiError
+from mt_cli.serve.errors import ApiError
 
 T = TypeVar("T")
 DRAIN_LIMIT = 4 << 20  # bytes of an oversized body read and dropped, so the client can read its 413

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mt_cli.config.card import describe_directions
-from mt_cli.serve.parse import ApiError, Pair
+from mt_cli.serve.errors import ApiError
+from mt_cli.serve.scope import Scope
 
 if TYPE_CHECKING:
     import lingua
@@ -200,52 +201,52 @@ def _lingua_language(code: str) -> lingua.Language | None:
         return None
 
 
-def detect(detector: Detector, text: str, pair: Pair) -> list[Guess]:
+def detect(detector: Detector, text: str, scope: Scope) -> list[Guess]:
     """``/detect``'s answer: the ``CANDIDATES`` likeliest languages, or the model's first source
     at confidence 0 for a text with no letters or a model whose sources cannot be checked."""
     ranked = [
-        guess for guess in rank_if_usable(detector, text, pair)[:CANDIDATES] if guess.answer()["confidence"]
+        guess for guess in rank_if_usable(detector, text, scope)[:CANDIDATES] if guess.answer()["confidence"]
     ]
-    return ranked or [_unchecked(pair.source)]
+    return ranked or [_unchecked(scope.source)]
 
 
-def auto_sources(detector: Detector, texts: Sequence[str], target: str, pair: Pair) -> list[Guess]:
+def auto_sources(detector: Detector, texts: Sequence[str], target: str, scope: Scope) -> list[Guess]:
     """The source language of each text of a ``source: "auto"`` request into ``target``: its
     likeliest language if the model translates that into ``target``, else a 400 naming the
     language found and the directions the server has; the default source at confidence 0 for a
     text that cannot be checked (no letters in it, or a source lingua does not know)."""
     found = []
     for index, text in enumerate(texts):
-        ranked = rank_if_usable(detector, text, pair)
+        ranked = rank_if_usable(detector, text, scope)
         if not ranked:
-            found.append(_unchecked(_default_source(pair, target)))
+            found.append(_unchecked(_default_source(scope, target)))
             continue
         best = ranked[0]
-        if (best.language, target) not in pair.directions:
-            raise _cannot_translate("q" if len(texts) == 1 else f"q[{index}]", best, target, pair)
+        if (best.language, target) not in scope.directions:
+            raise _cannot_translate("q" if len(texts) == 1 else f"q[{index}]", best, target, scope)
         found.append(best)
     return found
 
 
-def _cannot_translate(where: str, found: Guess, target: str, pair: Pair) -> ApiError:
+def _cannot_translate(where: str, found: Guess, target: str, scope: Scope) -> ApiError:
     """The 400 for text in a language the model does not translate into ``target``."""
-    what = f"{found.language} -> {target}" if found.language in pair.sources else f"from {found.language}"
-    knows = f"it translates {describe_directions(pair.directions)}"
+    what = f"{found.language} -> {target}" if found.language in scope.sources else f"from {found.language}"
+    knows = f"it translates {describe_directions(scope.directions)}"
     return ApiError(
         400, f"{where} looks like {found.describe()}: this model cannot translate {what}; {knows}"
     )
 
 
-def rank_if_usable(detector: Detector, text: str, pair: Pair) -> list[Guess]:
+def rank_if_usable(detector: Detector, text: str, scope: Scope) -> list[Guess]:
     """``detector.rank(text)``, or nothing if any of the model's sources is one it cannot tell."""
-    if not all(detector.knows(source) for source in pair.sources):
+    if not all(detector.knows(source) for source in scope.sources):
         return []
     return detector.rank(text)
 
 
-def _default_source(pair: Pair, target: str) -> str:
+def _default_source(scope: Scope, target: str) -> str:
     """The first source the model translates into ``target`` (``parse`` checked there is one)."""
-    return next(src for src, tgt in pair.directions if tgt == target)
+    return next(src for src, tgt in scope.directions if tgt == target)
 
 
 def _unchecked(language: str) -> Guess:

@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import unicodedata
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any
@@ -46,12 +46,11 @@ from starlette.formparsers import MultiPartException
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
-from mt_cli.documents.filetypes import EXTENSIONS, FileFormat, format_of, read_file
+from mt_cli.documents.filetypes import EXTENSIONS, FileDocument, FileFormat, format_of, read_file
 from mt_cli.errors import InputError
-from mt_cli.serve import body, detect
-from mt_cli.serve.alternatives import Hypotheses
-from mt_cli.serve.batcher import Batcher, EngineFailed
-from mt_cli.serve.parse import ApiError, Pair, check_encodable, check_key, parse_direction, show
+from mt_cli.serve.errors import ApiError, show
+from mt_cli.serve.job import Job, Translating
+from mt_cli.serve.parse import check_encodable, check_key, parse_direction
 
 FORM_OVERHEAD = 16 << 10  # bytes of a form beyond its file: the other fields and the part headers
 DISABLED = "Files translation are disabled on this server."  # LibreTranslate's words
@@ -205,9 +204,7 @@ def add_routes(
     app: FastAPI,
     store: FileStore,
     engine: Engine,
-    batcher: Batcher[TranslateOptions, Hypotheses],
-    pair: Pair,
-    detector: detect.Detector,
+    translating: Translating,
     read: Callable[[Request, int], Awaitable[bytes]],
     max_size: int,
     keys: frozenset[str],
@@ -222,7 +219,7 @@ def add_routes(
             raise ApiError(403, DISABLED)
         fields, name, data = await read_upload(request, await read(request, max_size + FORM_OVERHEAD))
         check_key(fields, keys)
-        source, target = parse_direction(fields, pair)
+        source, target = parse_direction(fields, translating.scope)
         if name == "":
             raise ApiError(400, "invalid request: empty file")
         form = format_of(name)
@@ -235,26 +232,15 @@ def add_routes(
             options = engine.resolve(replace(server_options, tgt_lang=target))
         except InputError as err:
             raise ApiError(400, f"invalid request: {err}") from None
-        language = pair.source if source == "auto" else source
-        try:
-            document = await asyncio.to_thread(read_file, data, form, language, show(name))
-        except InputError as err:
-            raise ApiError(400, f"invalid request: {err}") from None
-        units = list(document.units)
-        if source == "auto" and units:  # a 400 if the model cannot translate the file's language
-            text = "\n".join(units)
-            [found] = await asyncio.to_thread(detect.auto_sources, detector, [text], target, pair)
-            if found.language != language:  # split again by the rules of the language found
-                document = await asyncio.to_thread(read_file, data, form, found.language, show(name))
-                units = list(document.units)
-        outputs: list[Hypotheses] = []
-        try:
-            for start in range(0, len(units), pair.max_lines):  # one request's share of the queue at a time
-                work = batcher.translate(units[start : start + pair.max_lines], options)
-                outputs += await body.unless_client_leaves(request.receive, work)
-        except EngineFailed as err:
-            raise ApiError(500, f"Cannot translate file: {show(str(err.cause), 200)}") from None
-        translated = await asyncio.to_thread(document.rebuild, [hyps[0] for hyps in outputs])
+
+        def read_as(languages: Sequence[str]) -> list[FileDocument]:
+            return [read_file(data, form, languages[0], show(name))]
+
+        language = translating.scope.source if source == "auto" else source
+        job = Job(read_as, (language,), source == "auto", target, "file")
+        done = await translating.run(job, options, request.receive)
+        [document], [sentences] = done.documents, done.hypotheses
+        translated = await asyncio.to_thread(document.rebuild, [hyps[0] for hyps in sentences])
         stored = store.put(translated, download_name(name, target), form)
         return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{stored}"}
 

@@ -1,9 +1,10 @@
 """Every answer that is not a translation: ``{"error": message}`` with LibreTranslate's status.
 
 The exception handlers turn each refusal into its answer: ``ApiError`` (400, 403, 408, 413, 503,
-with its headers), ``QueueFull`` (429 with ``Retry-After``), ``Closed`` (503, connection
-closed), Starlette's own 404/405 and FastAPI's 422 (as 400). ``Guard``, the outermost layer
-inside CORS, limits the requests handled at once (503 past ``--limit-concurrency``) and is the
+with its headers), ``QueueFull`` (429 with ``Retry-After``), ``Late`` (503 with ``Retry-After``),
+``Closed`` (503, connection closed), Starlette's own 404/405 and FastAPI's 422 (as 400).
+``Guard``, the outermost layer inside CORS, limits the requests handled at once (503 past
+``--limit-concurrency``) and is the
 one catch-all: whatever else escapes the app is mt's own bug, answered 500 and logged as one
 line, never as a traceback per request.
 """
@@ -18,8 +19,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mt_cli.serve.batcher import Closed, QueueFull
-from mt_cli.serve.parse import ApiError, show
+from mt_cli.serve.batcher import Closed, Late, QueueFull
+from mt_cli.serve.errors import ApiError, show
 
 logger = logging.getLogger("mt.serve")
 
@@ -38,7 +39,11 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(QueueFull)
     async def queue_full(request: Request, err: QueueFull) -> JSONResponse:
-        return error(429, f"Slowdown: {err}", {"Retry-After": "1"})
+        return error(429, f"Slowdown: {err}", {"Retry-After": str(err.retry_after)})
+
+    @app.exception_handler(Late)
+    async def late(request: Request, err: Late) -> JSONResponse:
+        return error(503, str(err), {"Retry-After": str(err.retry_after)})
 
     @app.exception_handler(Closed)
     async def closed(request: Request, err: Closed) -> JSONResponse:

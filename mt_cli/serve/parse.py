@@ -29,61 +29,20 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
-from mt_cli.config.card import describe_directions
 from mt_cli.documents.formats import DocumentFormat
+from mt_cli.serve.errors import ApiError, show
 from mt_cli.serve.request import TranslateRequest
+from mt_cli.serve.scope import Scope
 
 _INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
 _LONGEST = 18  # digits read of an integer: int() refuses past 4,300, and any limit is far below
 TEXT_FORMATS = (DocumentFormat.TEXT, DocumentFormat.HTML)  # /translate's, as LibreTranslate's
-
-
-class ApiError(Exception):
-    """A request the server refuses: the status, the one-line message of ``{"error": ...}`` and
-    any headers the answer needs (``Connection: close`` where the rest of the request is unread)."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers
-
-
-@dataclass(frozen=True)
-class Pair:
-    """The language pair the engine translates by default (its first direction), every direction
-    it knows, and what a request may send."""
-
-    source: str
-    target: str
-    max_chars: int  # characters of all of a request's texts together
-    max_lines: int  # lines of one request: its share of the queue, so it cannot starve the others
-    max_alternatives: int = 0  # alternatives one text may ask for (--alternatives-limit)
-    more: tuple[tuple[str, str], ...] = ()  # further directions of a multilingual model
-
-    @property
-    def directions(self) -> tuple[tuple[str, str], ...]:
-        """Every (source, target) the engine knows, the default first."""
-        return tuple(dict.fromkeys([(self.source, self.target), *self.more]))
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(src for src, _ in self.directions))
-
-    @property
-    def targets(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(tgt for _, tgt in self.directions))
-
-    def describe(self) -> str:
-        """``"de -> en, fr -> en"``, as messages name the directions."""
-        return describe_directions(self.directions)
 
 
 async def read_fields(request: Request, body: bytes) -> dict[str, Any]:
@@ -136,13 +95,6 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def show(text: str, limit: int = 40) -> str:
-    """``text`` as an error message repeats it: cut to ``limit`` characters, and any character
-    UTF-8 cannot hold written as an escape, so the answer itself can always be encoded."""
-    cut = text if len(text) <= limit else text[:limit] + "..."
-    return cut.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _json_fields(body: bytes) -> dict[str, Any]:
@@ -198,14 +150,14 @@ def check_key(fields: dict[str, Any], keys: frozenset[str]) -> None:
         raise ApiError(403, "invalid API key")
 
 
-def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
+def parse_translate(fields: dict[str, Any], scope: Scope) -> TranslateRequest:
     """A /translate request: q, source, target and format checked against the server's directions."""
-    texts, batch = _texts(fields, pair)
-    source, target = parse_direction(fields, pair)
+    texts, batch = _texts(fields, scope)
+    source, target = parse_direction(fields, scope)
     text_format = _text_field(fields, "format", default="text")
     if text_format not in (form.value for form in TEXT_FORMATS):
         raise ApiError(400, f"{show(text_format)} format is not supported; send format=text or format=html")
-    alternatives = _alternatives(fields, pair.max_alternatives)
+    alternatives = _alternatives(fields, scope.max_alternatives)
     request = TranslateRequest(
         texts,
         batch,
@@ -213,48 +165,35 @@ def parse_translate(fields: dict[str, Any], pair: Pair) -> TranslateRequest:
         alternatives=alternatives,
         target=target,
         form=DocumentFormat(text_format),
-        # auto: the first source's rules until the texts' languages are detected (``split_as``)
-        languages=(pair.source if source == "auto" else source,) * len(texts),
+        # auto: the first source's rules until the texts' languages are detected (``job``)
+        languages=(scope.source if source == "auto" else source,) * len(texts),
     )
-    # auto: its sentences are counted once its texts' languages are known (app, split_as), so
-    # that its documents are read once, by the rules they are translated with
-    return request if request.auto else check_sentences(request, pair)
-
-
-def check_sentences(request: TranslateRequest, pair: Pair) -> TranslateRequest:
-    """``request``, unless its texts split into more sentences than the server takes at once."""
-    sentences = len(request.lines())
-    if sentences > pair.max_lines:
-        raise ApiError(
-            400,
-            f"invalid request: q has {sentences} sentences, over this server's {pair.max_lines} per request",
-        )
     return request
 
 
-def parse_direction(fields: dict[str, Any], pair: Pair) -> tuple[str, str]:
+def parse_direction(fields: dict[str, Any], scope: Scope) -> tuple[str, str]:
     """(source, target) of a request, a direction the server translates (source may be "auto")."""
     source, target = _text_field(fields, "source"), _text_field(fields, "target")
-    if source != "auto" and source not in pair.sources:
+    if source != "auto" and source not in scope.sources:
         raise ApiError(
             400,
             f"{show(source)} is not supported as a source language; this server has "
-            f"{', '.join(pair.sources)} (or auto)",
+            f"{', '.join(scope.sources)} (or auto)",
         )
-    if target not in pair.targets or (source != "auto" and (source, target) not in pair.directions):
+    if target not in scope.targets or (source != "auto" and (source, target) not in scope.directions):
         raise ApiError(
             400,
-            f"{show(source)} -> {show(target)} is not available; this server translates {pair.describe()}",
+            f"{show(source)} -> {show(target)} is not available; this server translates {scope.describe()}",
         )
     return source, target
 
 
-def parse_detect(fields: dict[str, Any], pair: Pair) -> list[str]:
+def parse_detect(fields: dict[str, Any], scope: Scope) -> list[str]:
     """The texts of a /detect request (q, a string or a list), checked as for /translate."""
-    return _texts(fields, pair)[0]
+    return _texts(fields, scope)[0]
 
 
-def _texts(fields: dict[str, Any], pair: Pair) -> tuple[list[str], bool]:
+def _texts(fields: dict[str, Any], scope: Scope) -> tuple[list[str], bool]:
     """(q as a list of texts, whether q was a list), or a 400 if q is missing, empty or too long."""
     q = fields.get("q")
     if q is None or q == "" or q == []:
@@ -264,8 +203,10 @@ def _texts(fields: dict[str, Any], pair: Pair) -> tuple[list[str], bool]:
     if not all(isinstance(text, str) for text in texts):
         raise ApiError(400, "invalid request: q must be a string or a list of strings")
     chars = sum(len(text) for text in texts)
-    if chars > pair.max_chars:
-        raise ApiError(400, f"invalid request: q has {chars} characters, over this server's {pair.max_chars}")
+    if chars > scope.max_chars:
+        raise ApiError(
+            400, f"invalid request: q has {chars} characters, over this server's {scope.max_chars}"
+        )
     return texts, batch
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import Any
 
 from mt_cli.config.options import TranslateOptions
@@ -31,35 +30,27 @@ class TranslateRequest:
         target, with its alternatives (``decode_options``; ``default_beam``: the model's)."""
         return decode_options(self.alternatives, replace(server, tgt_lang=self.target), default_beam)
 
-    def split_as(self, languages: Sequence[str]) -> TranslateRequest:
-        """This request with each text's sentences split by the rules of its language in
-        ``languages`` (for ``source: "auto"``: the language detected in each text)."""
-        return replace(self, languages=tuple(languages))
-
-    @cached_property
-    def documents(self) -> list[Document]:
-        """Each text as a document: its sentences, and the rest kept as written."""
+    def read(self, languages: Sequence[str]) -> list[Document]:
+        """Each text as a document, its sentences split by the rules of its language in
+        ``languages``: its sentences, and the rest kept as written."""
         return [
             document
-            for text, language in zip(self.texts, self.languages, strict=True)
+            for text, language in zip(self.texts, languages, strict=True)
             for document in read_documents([text], self.form, language)
         ]
 
-    def lines(self) -> list[str]:
-        """Every sentence of every text, in order: what the engine decodes."""
-        return [unit for document in self.documents for unit in document.units]
-
     def answer(
-        self, outputs: Sequence[Hypotheses], detected: Sequence[dict[str, Any]] = ()
+        self,
+        documents: Sequence[Document],
+        hypotheses: Sequence[Sequence[Hypotheses]],
+        detected: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
-        """LibreTranslate's answer from the hypotheses (best first) of ``lines()``, in order, and
+        """LibreTranslate's answer from each document's sentences' hypotheses (best first), and
         for ``source: "auto"`` the language ``detected`` in each text (``{"confidence", "language"}``)."""
-        translated, alternatives, start = [], [], 0
-        for document in self.documents:
-            sentences = outputs[start : start + len(document.units)]
+        translated, alternatives = [], []
+        for document, sentences in zip(documents, hypotheses, strict=True):
             translated.append(document.rebuild([hyps[0] for hyps in sentences]))
             alternatives.append(join(document, sentences, self.alternatives))
-            start += len(document.units)
         body: dict[str, Any] = {"translatedText": translated if self.batch else translated[0]}
         if self.auto:
             body["detectedLanguage"] = list(detected) if self.batch else detected[0]

@@ -14,10 +14,12 @@ class Settings:
     """What ``mt serve``'s options set; the defaults are the command's (docs/reference.md says why)."""
 
     max_chars: int = 5000  # characters of one request's q, all texts together
-    max_queue: int = 1024  # lines accepted and waiting for the engine; more is a 429
+    max_queue: int = 1024  # distinct sentences waiting for a decoder; more is a 429
+    max_queue_pieces: int = 32768  # their source pieces (SentencePiece's); more is a 429
     max_request_lines: int | None = None  # lines of one request (400 past it); None: half the queue
-    batch_wait_ms: float = 5.0  # how long the batcher waits for more requests after the first
-    batch_lines: int = 256  # lines that close a batch before the wait is over
+    batch_pieces: int = 4096  # source pieces a free decoder takes at most in one batch
+    queue_timeout: float = 30.0  # seconds a request may wait for decoding; then a 503, not decoded
+    cache_size: int = 10000  # sentences whose translations are kept (LRU); 0: no cache
     # How every request decodes (--beam, --length-penalty; None: the model card's), its target
     # and alternatives set per request (``request.TranslateRequest.options``).
     options: TranslateOptions = TranslateOptions(scores=False)

@@ -36,7 +36,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 
 from mt_cli.data.suggestions import INSERT, Suggestion, open_for_writing
-from mt_cli.serve.parse import ApiError, Pair, check_key, show
+from mt_cli.serve.errors import ApiError, show
+from mt_cli.serve.parse import check_key
+from mt_cli.serve.scope import Scope
 
 logger = logging.getLogger("mt.serve")
 
@@ -166,16 +168,16 @@ class Store:
             job.settle(None)
 
 
-def parse_suggestion(fields: dict[str, Any], pair: Pair, received: datetime) -> Suggestion:
+def parse_suggestion(fields: dict[str, Any], scope: Scope, received: datetime) -> Suggestion:
     """The row a /suggest request asks to store, or the ApiError (400) that refuses it."""
-    q, s = _text(fields, "q", pair.max_chars), _text(fields, "s", pair.max_chars)
-    source, target = _text(fields, "source", pair.max_chars), _text(fields, "target", pair.max_chars)
+    q, s = _text(fields, "q", scope.max_chars), _text(fields, "s", scope.max_chars)
+    source, target = _text(fields, "source", scope.max_chars), _text(fields, "target", scope.max_chars)
     if source == "auto":
         raise ApiError(400, "invalid request: source must be the language of q; auto is not accepted here")
-    if (source, target) not in pair.directions:
+    if (source, target) not in scope.directions:
         raise ApiError(
             400,
-            f"{show(source)} -> {show(target)} is not available; this server translates {pair.describe()}",
+            f"{show(source)} -> {show(target)} is not available; this server translates {scope.describe()}",
         )
     # Training reads a pair per line (data.suggestions): both texts need as many.
     q_lines, s_lines = q.count("\n") + 1, s.count("\n") + 1
@@ -189,8 +191,8 @@ def parse_suggestion(fields: dict[str, Any], pair: Pair, received: datetime) -> 
         translation = None
     if translation is not None and not isinstance(translation, str):
         raise ApiError(400, "invalid request: translatedText must be a string")
-    if translation is not None and len(translation) > pair.max_chars:
-        message = f"translatedText has {len(translation)} characters, over this server's {pair.max_chars}"
+    if translation is not None and len(translation) > scope.max_chars:
+        message = f"translatedText has {len(translation)} characters, over this server's {scope.max_chars}"
         raise ApiError(400, f"invalid request: {message}")
     key = fields.get("api_key")
     created = received.astimezone(timezone.utc).isoformat(timespec="milliseconds")
@@ -218,7 +220,7 @@ def _text(fields: dict[str, Any], name: str, limit: int) -> str:
 def add_route(
     app: FastAPI,
     store: Store,
-    pair: Pair,
+    scope: Scope,
     api_keys: frozenset[str],
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
 ) -> None:
@@ -230,5 +232,5 @@ def add_route(
         if not store.enabled:
             raise ApiError(403, DISABLED)
         check_key(fields, api_keys)
-        await store.add(parse_suggestion(fields, pair, datetime.now(timezone.utc)))
+        await store.add(parse_suggestion(fields, scope, datetime.now(timezone.utc)))
         return {"success": True}
