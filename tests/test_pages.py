@@ -3,16 +3,21 @@ entities, script and style, code and pre, translate="no", comments, a doctype, b
 unclosed markup, bogus declarations), each translated by a fake that upper-cases and appends
 markup characters. Checked by parsing both input and output with two parsers (lxml's libxml2
 and Python's html.parser): the same elements, attributes, comments and declarations in the same
-order, the untranslated text the same, only translated text changed, its "<&>" escaped."""
+order, the untranslated text the same, only translated text changed, its "<&>" escaped. Hostile
+pages (issue 51): markup the input ends in, a bare "&#", quotes left open, NULs, and pages of a
+mebibyte whose inline markup is 100,000 deep, each with its markup kept byte for byte."""
 
 from __future__ import annotations
 
+import time
 from html.parser import HTMLParser
 
 import lxml.etree
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mt_cli.documents.markup import UNTRANSLATED
+from mt_cli.documents.markup import UNTRANSLATED, Kind, tokenize
 from mt_cli.documents.pages import read_html
 from mt_cli.documents.sentences import segmenter
 
@@ -169,3 +174,83 @@ def test_a_page_with_nothing_to_translate_comes_back_as_it_was() -> None:
     for source in ["", "<p> </p>", "<p>42</p>", "<script>Ein Satz.</script>", "<!-- Ein Satz. -->"]:
         document = read_html(source, "de", SEGMENT)
         assert document.units == () and document.rebuild([]) == source
+
+
+def kept(page: str) -> list[str]:
+    """Everything of ``page`` but its translated text, token by token, as written (NULs one by
+    one: two that a translation puts at one place are one token)."""
+    tokens = [token for token in tokenize(page) if token.kind is not Kind.TEXT or not token.translatable]
+    return [piece for token in tokens for piece in (token.raw if token.raw[0] == "\0" else [token.raw])]
+
+
+HOSTILE = {
+    "a bare &#": "<p>Taste &# drücken.</p><p>Noch <b>ein</b> Satz.</p>",
+    "an unclosed comment": "<p>Ein Satz.</p>\n<!-- Ein Kommentar. Noch einer",
+    "an unclosed tag": "<p>Ein Satz.</p><p>Zwei <a href='x>Hunde.",
+    "an unclosed script": "<p>Ein Satz.</p><script>var x = 'Ein Satz.';",
+    "an unclosed CDATA": "<p>Ein Satz.</p><![CDATA[ Ein Satz. Noch",
+    "a doctype without its >": "<!DOCTYPE html <p>Ein Satz.</p><!DOCTYPE",
+    "an end tag's start at the end": "<p>Ein Satz.</p></",
+    "a quote left open": '<p title="abc>Ein Satz.</p><p class="x">Zwei Sätze.</p><p title=\'',
+    "less-than signs": "<p>Ein Hund < eine Katze, 4<5 und <3.</p><p>Ein Satz <",
+    "NULs": "<p>Ein\0 Hund\0 läuft.</p><b\0>Eine Katze.</b>\0",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_a_hostile_page_keeps_every_tag_and_untranslated_text(name: str) -> None:
+    source = HOSTILE[name]
+    output, units = translated(source)
+    assert units and kept(output) == kept(source)
+    assert "\0" not in "".join(units) and not any("<" in unit and ">" in unit for unit in units)
+
+
+def test_a_bare_reference_start_and_an_unclosed_comment_are_read_as_a_browser_reads_them() -> None:
+    assert translated(HOSTILE["a bare &#"], "") == (
+        "<p>TASTE &amp;# DRÜCKEN.</p><p>NOCH <b>EIN</b> SATZ.</p>",
+        ("Taste &# drücken.", "Noch ein Satz."),
+    )  # html.parser made the rest of the page after "&#" one text, its tags translated as words
+    assert translated(HOSTILE["an unclosed comment"], "") == (
+        "<p>EIN SATZ.</p>\n<!-- Ein Kommentar. Noch einer",
+        ("Ein Satz.",),
+    )  # a comment to the end, as in a browser: html.parser translated it
+    assert translated(HOSTILE["NULs"], "")[0] == "<p>EIN\0 HUND\0 LÄUFT.</p><b\0>EINE KATZE.</b>\0"
+
+
+def test_a_reference_to_no_character_never_runs_into_the_translation() -> None:
+    # "&#xE" (a control character) is text that stands for nothing: kept before "Ein" it would
+    # have read "&#xEE", another character; the sentence it touches replaces it
+    assert translated("<p>a&#xEin Hund. &#xE&#1Ein Satz&#xE</p> &#xE", "") == (
+        "<p>AIN HUND. EIN SATZ</p> &#xE",
+        ("ain Hund.", "Ein Satz"),
+    )
+
+
+PIECES = [
+    "Ein Hund läuft.", "Zwei Katzen", " ", "\n", "<p>", "</p>", "<b>", "</b>", "<a href='x>'>", "</a>",
+    "<!--", "-->", "&#", "&amp;", "&nbsp", "<", "</", ">", "\0", "<script>", "</script>", "<title>",
+    "</title>", '"', "'", "=", "<![CDATA[", "]]>", "<br>", "<span translate=no>", "</span>", "<code>",
+    "</code>", "<!DOCTYPE html>", "<!", "x<y", "<i", "</i>",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=20).map("".join))
+def test_any_page_keeps_every_tag_and_untranslated_text(source: str) -> None:
+    assert kept(translated(source)[0]) == kept(source)
+
+
+def test_a_page_of_tags_100_000_deep_is_read_and_rebuilt_in_linear_time() -> None:
+    # 100,000 <b> in one sentence: placing each against every word of the translation took hours
+    source = "<b>Hund " * 100_000
+    started = time.perf_counter()
+    output, units = translated(source)
+    assert time.perf_counter() - started < 60
+    assert kept(output) == kept(source) and len(units) == 1
+
+
+def test_a_line_of_5000_words_without_tags_is_one_sentence() -> None:
+    output, units = translated("<p>" + "Wort " * 5000 + "</p>")
+    assert (
+        units == (" ".join(["Wort"] * 5000),) and output == "<p>" + units[0].upper() + " &lt;&amp;&gt; </p>"
+    )

@@ -84,7 +84,9 @@ class _Run:
         for placed in self.placed:
             token = self.tokens[placed.index]
             if placed.start == placed.end:  # markup, or text kept: inside a sentence it is an atom
-                if _inside(spans, starts, placed.start) is None:
+                if _nothing(token) and not _touching(spans, starts, placed.start):
+                    parts.append(token.raw)
+                elif not _nothing(token) and _inside(spans, starts, placed.start) is None:
                     parts.append(token.raw)
                 continue
             position = placed.start
@@ -110,10 +112,11 @@ class _Run:
         raws: list[list[list[str]]] = [[] for _ in spans]  # each atom's tokens' source texts
         where: dict[int, tuple[int, int]] = {}  # a START token's index -> (its sentence, its atom)
         for placed in self.placed:
+            token = self.tokens[placed.index]
             number = _inside(spans, starts, placed.start) if placed.start == placed.end else None
-            if number is None:
+            if number is None or _nothing(token):
                 continue
-            token, found, offset = self.tokens[placed.index], atoms[number], placed.start - spans[number][0]
+            found, offset = atoms[number], placed.start - spans[number][0]
             if not found or found[-1].offset != offset:
                 around = self.text[placed.start - 1], self.text[placed.start]
                 found.append(Atom(offset, "", glue(*around, closing=token.kind is Kind.END)))
@@ -138,6 +141,19 @@ class _Run:
 
 def _is_text(token: Token) -> bool:
     return token.kind is Kind.TEXT and token.translatable and token.text != ""
+
+
+def _nothing(token: Token) -> bool:
+    """Whether ``token`` is a reference to a character that is no text (``&#xE``, a control):
+    text that a sentence it touches replaces, never an atom or kept beside one, where it would
+    read the translation's first letters as its own digits (``&#xE`` + ``Ein`` is ``&#xEE``...)."""
+    return token.kind is Kind.TEXT and token.translatable and token.text == ""
+
+
+def _touching(spans: list[Span], starts: list[int], offset: int) -> bool:
+    """Whether ``offset`` (a place between two characters) is inside a sentence or at its edge."""
+    number = bisect.bisect_right(starts, offset) - 1
+    return number >= 0 and offset <= spans[number][1]
 
 
 def _inside(spans: list[Span], starts: list[int], offset: int) -> int | None:
