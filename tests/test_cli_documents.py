@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import epub_file, odf_file, slides_file, word_file
 
 import mt_cli
 
@@ -138,3 +139,35 @@ def test_srt_and_docx_files_are_picked_by_extension_as_the_api_translates_them(t
         to_terminal.stderr.decode().strip()
         == "error: --format docx reads and writes files: give -i FILE.docx and -o OUT.docx"
     )
+
+
+def test_office_files_and_books_are_picked_by_extension_or_format_and_hostile_ones_are_one_line(
+    trained_run, model, tmp_path
+) -> None:
+    command = ["translate", "--run", str(trained_run), "--device", "cpu"]
+    sources = {"x.odt": odf_file("text"), "x.pptx": slides_file(), "x.epub": epub_file()}
+    for name, data in sources.items():
+        (tmp_path / name).write_bytes(data)
+        result = mt(*command, "-i", name, "-o", f"y{name[1:]}", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr.decode()
+        assert (tmp_path / f"y{name[1:]}").read_bytes() == model.translate_file(data, name[2:])
+    (tmp_path / "slides.bin").write_bytes(odf_file("presentation"))
+    chosen = mt(*command, "-f", "odp", "-i", "slides.bin", "-o", "out.bin", cwd=tmp_path)
+    assert chosen.returncode == 0, chosen.stderr.decode()
+    assert (tmp_path / "out.bin").read_bytes() == model.translate_file(odf_file("presentation"), "odp")
+    no_output = mt(*command, "-f", "epub", "-i", "x.epub", cwd=tmp_path)
+    assert no_output.returncode == 2 and no_output.stderr.decode().strip() == (
+        "error: --format epub reads and writes files: give -i FILE.epub and -o OUT.epub"
+    )
+    damaged = bytearray(word_file())  # word/document.xml's deflate data begins with an invalid block
+    with zipfile.ZipFile(io.BytesIO(damaged)) as archive:
+        member = archive.getinfo("word/document.xml")
+    damaged[member.header_offset + 30 + len(member.filename) + len(member.extra)] = 0xFF
+    (tmp_path / "bad.docx").write_bytes(bytes(damaged))
+    present = sorted(path.name for path in tmp_path.iterdir())
+    refused = mt(*command, "-i", "bad.docx", "-o", "out.docx", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.decode().strip().splitlines() == [
+        "error: not a valid .docx file: word/document.xml is damaged "
+        "(Error -3 while decompressing data: invalid block type)"
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == present  # no output, no temporary

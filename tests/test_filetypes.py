@@ -13,7 +13,11 @@ def test_extensions_name_formats() -> None:
     assert [format_of(name) for name in ["a.txt", "b.HTML", "c.htm", "d.srt", "e.Docx", "f.pdf", "g"]] == [
         FileFormat.TEXT, FileFormat.HTML, FileFormat.HTML, FileFormat.SRT, FileFormat.DOCX, None, None,
     ]  # fmt: skip
-    assert FileFormat.DOCX.binary and not FileFormat.SRT.binary
+    assert [format_of(name) for name in ["a.pptx", "b.ODT", "c.odp", "d.epub", "e.ppt", "f.doc"]] == [
+        FileFormat.PPTX, FileFormat.ODT, FileFormat.ODP, FileFormat.EPUB, None, None,
+    ]  # fmt: skip
+    assert [form.value for form in FileFormat if form.binary] == ["docx", "pptx", "odt", "odp", "epub"]
+    assert not FileFormat.SRT.binary
 
 
 def test_text_files_keep_their_bom_and_line_ends() -> None:
