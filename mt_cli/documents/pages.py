@@ -8,7 +8,9 @@ sentence may hold ``<b>``, ``<a href>``, a comment or a ``<code>`` element. Each
 unit for the engine, its whitespace collapsed as a browser shows it; markup inside it is put into
 its translation by ``inline``'s rule. Everything else (markup at block and sentence edges, the
 whitespace between sentences, text that is not translated, a run without a letter) is kept byte
-for byte, entities included; translated text is written with ``&``, ``<`` and ``>`` escaped.
+for byte, entities included; translated text is written with ``&``, ``<`` and ``>`` escaped. Every
+step is linear, or a binary search per token: a page of a mebibyte with 100,000 inline tags in
+one sentence is read and rebuilt in seconds.
 """
 
 from __future__ import annotations
