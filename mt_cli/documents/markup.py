@@ -6,7 +6,7 @@ entity byte for byte, changing only the text it translates. A tree parser (lxml,
 selectolax) would serialize its own tree instead: attributes requoted, entities rewritten, broken
 markup repaired. The tokens' source texts joined are the input, always.
 
-The tokenizer is mt's own (``_scan``), a handful of compiled regular expressions applied once
+The tokenizer is mt's own (``_Scanner``), a handful of compiled regular expressions applied once
 each from left to right: linear in the input, whatever it holds. Python's ``html.parser``, used
 before, rescans an unfinished tag on every ``<`` after it (60 KB of ``<a `` took 36 s, 1 MiB
 hours), hides the rest of a page in a text after a bare ``&#``, translated an unclosed ``<!--``,
