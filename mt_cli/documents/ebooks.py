@@ -87,20 +87,25 @@ def _paragraphs(root: Any) -> Iterator[list[Piece]]:
         yield paragraph
 
 
-def _flow(element: Any) -> Iterator[Piece | None]:
-    """The pieces of ``element``'s text and its children's, None at each block's edges."""
-    yield text_of(element)
-    for child in element:
-        kind = _kind(child)
-        if kind == "block":
-            yield None
-            yield from _flow(child)
-            yield None
-        elif kind == "inline":
-            yield from _flow(child)
-        elif kind == "break":
-            yield Piece("\n")
-        yield tail_of(child)
+def _flow(root: Any) -> Iterator[Piece | None]:
+    """The pieces of ``root``'s text and its descendants', None at each block's edges; a loop
+    over a stack, so a piece costs the same however deep it is."""
+    stack: list[Any] = [root]  # pieces, edges (None) and elements to read, the next one last
+    while stack:
+        item = stack.pop()
+        if item is None or isinstance(item, Piece):
+            yield item
+            continue
+        yield text_of(item)
+        for child in reversed(item):
+            stack.append(tail_of(child))
+            kind = _kind(child)
+            if kind == "block":
+                stack += [None, child, None]
+            elif kind == "inline":
+                stack.append(child)
+            elif kind == "break":
+                stack.append(Piece("\n"))
 
 
 def _kind(element: Any) -> str:

@@ -86,12 +86,19 @@ def mixed_pieces(
 ) -> Iterator[Piece]:
     """The pieces of an element of mixed content: its text, then for each child the whitespace
     ``spaces`` says it stands for, or (``inline``) its own pieces, or nothing (anything else:
-    a comment, an image, a note, a field, kept as it is), then the child's tail."""
-    yield text_of(element)
-    for child in element:
-        space = spaces(child) if isinstance(child.tag, str) else None
-        if space is not None:
-            yield Piece(space)
-        elif isinstance(child.tag, str) and inline(child):
-            yield from mixed_pieces(child, inline, spaces)
-        yield tail_of(child)
+    a comment, an image, a note, a field, kept as it is), then the child's tail. A loop over a
+    stack, not a recursion: a piece costs the same however deep its spans are nested."""
+    stack: list[Any] = [element]  # pieces to yield and elements to read, the next one last
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Piece):
+            yield item
+            continue
+        yield text_of(item)
+        for child in reversed(item):
+            stack.append(tail_of(child))
+            space = spaces(child) if isinstance(child.tag, str) else None
+            if space is not None:
+                stack.append(Piece(space))
+            elif isinstance(child.tag, str) and inline(child):
+                stack.append(child)

@@ -49,16 +49,20 @@ def _paragraphs(root: Any) -> Iterator[list[Piece]]:
 
 
 def _pieces(paragraph: Any) -> Iterator[Piece]:
-    """A piece for each <w:t>, tab or break of each run of ``paragraph`` itself, not of a
-    paragraph nested in it (a text box's)."""
-    for run in paragraph.iter(_RUN):
-        if next(run.iterancestors(_PARAGRAPH)) is not paragraph:
+    """A piece for each <w:t>, tab or break of the runs of ``paragraph`` itself, in document
+    order, not of a paragraph nested in it (a text box's, read as a paragraph of its own): its
+    elements are visited once, however deep they are nested."""
+    stack = list(reversed(paragraph))
+    while stack:
+        element = stack.pop()
+        if element.tag == _PARAGRAPH:
             continue
-        for child in run:
-            if child.tag == _TEXT:
-                yield Piece(child.text or "", _writer(child))
-            elif child.tag in _WHITESPACE:
-                yield Piece(_WHITESPACE[child.tag])
+        if element.getparent().tag == _RUN and element.tag == _TEXT:
+            yield Piece(element.text or "", _writer(element))
+        elif element.getparent().tag == _RUN and element.tag in _WHITESPACE:
+            yield Piece(_WHITESPACE[element.tag])
+        else:
+            stack.extend(reversed(element))
 
 
 def _writer(text: Any) -> Callable[[str], None]:
