@@ -32,7 +32,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -45,6 +47,7 @@ from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 
 TEST2016 = SHIPPED_MULTI30K / "test_2016_flickr.de.gz"
+POPULAR = 64  # --repeat: the sentences repeated requests draw from
 
 
 @dataclass
@@ -59,6 +62,8 @@ class Tally:
     malformed: Counter[str] = field(default_factory=Counter)  # their statuses: "400", "413", ...
     malformed_not_4xx: int = 0  # malformed requests answered anything but a 4xx with a JSON error
     files: int = 0  # files translated and downloaded
+    fresh: int = 0  # --repeat: lines sent past the popular ones (the next to send)
+    health: dict[str, object] = field(default_factory=dict)  # the server's /health after the load
 
 
 def malformed_requests(sentence: str, api_key: str | None) -> list[tuple[str, dict[str, object]]]:
@@ -148,6 +153,22 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--source", type=Path, default=TEST2016, help="sentences to send (default: test2016)")
     parser.add_argument("--api-key", help="the api_key to send")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the sentence choice")
+    parser.add_argument(
+        "--repeat",
+        type=float,
+        default=None,
+        metavar="F",
+        help="fresh sentences: each request takes the next unsent line of --source, in order, except a "
+        f"share F of them, drawn from its first {POPULAR} lines (a load a sentence cache helps); "
+        "default: every line drawn at random, repeats and all",
+    )
+    parser.add_argument(
+        "--kill-worker",
+        type=float,
+        default=None,
+        metavar="S",
+        help="SIGKILL the server's first decoding worker S seconds into the load (same machine)",
+    )
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for one answer")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument(
@@ -176,7 +197,7 @@ async def client(
     sent = 0
     while time.monotonic() < deadline:
         sent += 1
-        picks = [rng.randrange(len(sources)) for _ in range(args.lines)]
+        picks = [pick(args, sources, rng, tally) for _ in range(args.lines)]
         if args.malformed and sent % args.malformed == 0:
             kinds = malformed_requests(sources[picks[0]], args.api_key)
             await send_malformed(http, args.url, kinds[(sent // args.malformed) % len(kinds)][1], tally)
@@ -213,6 +234,16 @@ async def client(
         tally.lines += len(picks)
         answer = response.json()["translatedText"]
         check(picks, answer if args.lines > 1 else [answer], sources, expected, tally)
+
+
+def pick(args: argparse.Namespace, sources: list[str], rng: random.Random, tally: Tally) -> int:
+    """The index of the next sentence to send (see --repeat)."""
+    if args.repeat is None:
+        return rng.randrange(len(sources))
+    if rng.random() < args.repeat:
+        return rng.randrange(min(POPULAR, len(sources)))
+    tally.fresh += 1
+    return POPULAR + (tally.fresh - 1) % max(1, len(sources) - POPULAR)
 
 
 def check(
@@ -256,8 +287,21 @@ async def run(
         start = time.monotonic()
         deadline = start + args.seconds
         rngs = [random.Random(args.seed * 1000 + i) for i in range(args.clients)]
-        await asyncio.gather(*(client(http, args, sources, expected, rng, deadline, tally) for rng in rngs))
-    return tally, time.monotonic() - start
+        clients = [client(http, args, sources, expected, rng, deadline, tally) for rng in rngs]
+        if args.kill_worker is not None:
+            clients.append(kill_worker(http, args.url, args.kill_worker))
+        await asyncio.gather(*clients)
+        seconds = time.monotonic() - start
+        tally.health = (await http.get(f"{args.url}/health")).json()
+    return tally, seconds
+
+
+async def kill_worker(http: httpx.AsyncClient, url: str, after: float) -> None:
+    await asyncio.sleep(after)
+    pids = (await http.get(f"{url}/health")).json().get("workerPids") or []
+    if not pids:
+        raise SystemExit("--kill-worker: the server has no decoding worker processes (see --workers)")
+    os.kill(pids[0], signal.SIGKILL)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -288,6 +332,12 @@ def report(args: argparse.Namespace, tally: Tally, seconds: float) -> dict[str, 
         "malformed_statuses": dict(tally.malformed),
         "malformed_not_4xx": tally.malformed_not_4xx,
         "files": tally.files,
+        "fresh_lines": tally.fresh,
+        "cache_hits": tally.health.get("cacheHits"),
+        "cache_misses": tally.health.get("cacheMisses"),
+        "server_batches": tally.health.get("batches"),
+        "server_lines_decoded": tally.health.get("lines"),
+        "worker_restarts": tally.health.get("workerRestarts"),
     }
 
 

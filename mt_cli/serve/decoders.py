@@ -39,6 +39,11 @@ class Decoders(Protocol[K, R]):
         """Decoding processes that died and were replaced."""
         ...
 
+    @property
+    def pids(self) -> list[int]:
+        """The decoding processes (none: decoding in the server's own)."""
+        ...
+
     def decode(self, lines: list[str], key: K) -> Sequence[R]: ...
 
     def close(self) -> None: ...
@@ -53,6 +58,7 @@ class InProcess:
         self._decode = decode
         self.parallel = parallel
         self.restarts = 0  # nothing to restart: the engine runs in this process
+        self.pids: list[int] = []
 
     def decode(self, lines: list[str], key: Hashable) -> Sequence[object]:
         return self._decode(lines, key)
