@@ -116,7 +116,7 @@ def test_serve_takes_its_defaults_from_the_settings() -> None:
     # All but options (--beam and --length-penalty) and api_keys (a file).
     fields = [field.name for field in dataclasses.fields(Settings) if field.name in params]
     fields.remove("api_keys")
-    assert len(fields) == 15
+    assert len(fields) == 18
     assert all(params[name].default == getattr(settings, name) for name in fields)
     assert (params["beam"].default, params["length_penalty"].default) == (None, None)
 

@@ -35,6 +35,7 @@ from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.serve.app import Settings, create_app
 from mt_cli.serve.errors import ApiError
+from mt_cli.serve.keys import KeyLimits
 from mt_cli.serve.suggestions import DISABLED, Store
 
 KEYS = ["k-one", "k-two"]
@@ -156,7 +157,7 @@ def test_bad_input_is_a_400_in_one_line_and_stores_nothing(
 
 def test_keys_are_checked_and_stored_as_a_keyed_hash_in_a_file_for_its_owner(tmp_path: Path) -> None:
     database = tmp_path / "s.db"
-    app = create_app(NoEngine(), Settings(api_keys=frozenset(KEYS), suggestions=database))
+    app = create_app(NoEngine(), Settings(api_keys=dict.fromkeys(KEYS, KeyLimits()), suggestions=database))
     good = {"q": "Hund", "s": "Dog", **PAIR}
 
     async def scenario(http: httpx.AsyncClient) -> list[httpx.Response]:

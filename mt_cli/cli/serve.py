@@ -15,6 +15,7 @@ from mt_cli.cli.common import BeamOption, LengthPenaltyOption, log, option, user
 from mt_cli.cli.engines import DEFAULT_MODEL, ModelChoice, opens_model
 from mt_cli.decode.engine import EngineKind
 from mt_cli.errors import InputError, RunFailure
+from mt_cli.serve.keys import read_keys
 from mt_cli.serve.settings import DEFAULT_SETTINGS as DEFAULTS
 from mt_cli.serve.settings import Settings
 
@@ -27,10 +28,38 @@ PortOption = option(int, min=0, max=65535, help="Port to listen on (0: any free 
 ApiKeysOption = option(
     Path | None,
     "--api-keys",
-    help="File of API keys, one a line (a line starting with # is a comment): then /translate and "
-    "/detect (and /suggest) need one (403).",
+    help="File of API keys, one a line (a line starting with # is a comment), each optionally with its "
+    "own limits: KEY req_limit=N char_limit=N (or KEY N: its requests a minute). Then /translate, "
+    "/detect, /suggest and /translate_file need one (403).",
 )
-MaxCharsOption = option(int, min=1, help="Characters one request may send, all its texts together (400).")
+MaxCharsOption = option(
+    int,
+    "--max-chars",
+    "--char-limit",
+    min=1,
+    help="Characters one request may send, all its texts together (400); --char-limit is "
+    "LibreTranslate's name for it. A key's char_limit replaces it for that key.",
+)
+ReqLimitOption = option(
+    int,
+    "--req-limit",
+    min=0,
+    help="Requests a minute per client (its API key, else its IP address), over a sliding minute; one "
+    "more gets 429 with Retry-After. A key's req_limit replaces it for that key. 0: no limit.",
+)
+MetricsOption = option(
+    bool,
+    "--metrics",
+    help="Answer GET /metrics: Prometheus's text format (requests, latency, queue, batches).",
+)
+MetricsAuthTokenOption = option(
+    str | None,
+    "--metrics-auth-token",
+    envvar="MT_METRICS_AUTH_TOKEN",
+    show_envvar=True,
+    help="Token a /metrics scrape must send as 'Authorization: Bearer TOKEN' (else 401); the variable "
+    "keeps it out of the process list.",
+)
 MaxQueueOption = option(
     int, min=1, help="Distinct sentences waiting for a decoder; a request that does not fit gets 429."
 )
@@ -126,11 +155,15 @@ def serve(
     suggestions: SuggestionsOption = DEFAULTS.suggestions,
     max_file_size: MaxFileSizeOption = DEFAULTS.max_file_size,
     file_ttl: FileTtlOption = DEFAULTS.file_ttl,
+    req_limit: ReqLimitOption = DEFAULTS.req_limit,
+    metrics: MetricsOption = DEFAULTS.metrics,
+    metrics_auth_token: MetricsAuthTokenOption = DEFAULTS.metrics_auth_token,
 ) -> None:
     """Serve the LibreTranslate HTTP API over a trained run, and a page to try it at /.
 
     Endpoints: POST /translate, /detect, /suggest and /translate_file (.txt, .html, .srt, .docx,
-    .pptx, .odt, .odp, .epub); GET /download_file/NAME, /languages, /frontend/settings and /health.
+    .pptx, .odt, .odp, .epub); GET /download_file/NAME, /languages, /frontend/settings, /health
+    and, with --metrics, /metrics.
 
     Concurrent requests are decoded together; --ensemble serves several runs combined, as
     `mt translate` decodes them. SIGTERM answers the accepted requests within
@@ -143,7 +176,8 @@ def serve(
 
     segmenter()  # every text is split into sentences: a missing sentencex stops it now, in one line
     options = replace(DEFAULTS.options, beam=beam, length_penalty=length_penalty)
-    keys = _read_keys(api_keys) if api_keys is not None else frozenset()
+    keys = read_keys(api_keys) if api_keys is not None else {}
+    _check_metrics(metrics, metrics_auth_token)
     if suggestions is not None:  # checked (and made) now, not after the model has loaded
         from mt_cli.data.suggestions import open_for_writing
 
@@ -178,6 +212,9 @@ def serve(
             suggestions=suggestions,
             max_file_size=max_file_size,
             file_ttl=file_ttl,
+            req_limit=req_limit,
+            metrics=metrics,
+            metrics_auth_token=metrics_auth_token,
         )
         url = _url(listener)
         directions = describe_directions(model.directions)
@@ -230,15 +267,17 @@ def _describe_workers(choice: ModelChoice, workers: int | None) -> str:
     return f"{count} decoding worker process{'es' if count != 1 else ''}" if count else "decoding in-process"
 
 
-def _read_keys(path: Path) -> frozenset[str]:
-    from mt_cli.disk.reading import check_input_file, read_lines
+def _check_metrics(metrics: bool, token: str | None) -> None:
+    """A one-line error now, not after the model loads, for --metrics without its library or a
+    token that could not be sent."""
+    import importlib.util
 
-    check_input_file(path, "--api-keys")
-    # A comment line is no key: "# staging" would otherwise let anyone who sends it in.
-    keys = frozenset(key for line in read_lines(path) if (key := line.strip()) and not key.startswith("#"))
-    if not keys:
-        raise InputError(f"--api-keys {path} holds no key; write one key a line")
-    return keys
+    if metrics and importlib.util.find_spec("prometheus_client") is None:
+        raise InputError('--metrics needs the prometheus_client package: pip install -e ".[serve]"')
+    if token is not None and (not token or any(char.isspace() for char in token)):
+        raise InputError("--metrics-auth-token must be one word: no spaces, not empty")
+    if token is not None and not metrics:
+        raise InputError("--metrics-auth-token protects /metrics: give --metrics too")
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -1,14 +1,15 @@
 """The FastAPI app: LibreTranslate's endpoints over one engine, its requests micro-batched.
 
 Endpoints (LibreTranslate's schemas): ``POST /translate``, ``POST /detect``, ``POST /suggest``
-(``suggestions.py``; 403 unless ``--suggestions`` names a database), ``POST /translate_file``
-and ``GET /download_file/<name>`` (``files.py``), ``GET /languages``,
-``GET /frontend/settings`` (LibreTranslate's keys, plus ``alternativesLimit``, which mt's page
-reads to ask for alternatives), plus ``GET /health`` and the page at ``/`` (each GET answers HEAD
-too, as load balancers probe). Every error answer is ``{"error": message}`` (``handlers.py``):
-400 bad input, 403 key, 404/405 route, 408 body too slow, 413 body too big, 429 queue full,
-503 stopping or over ``--limit-concurrency``; 500 only for mt's own failures.
-``app.state.files`` is the directory of translated files (``files.FileStore``).
+(``suggestions.py``; 403 unless ``--suggestions`` names a database), ``POST /translate_file`` and
+``GET /download_file/<name>`` (``files.py``), ``GET /languages``, ``GET /frontend/settings``
+(LibreTranslate's keys, plus ``alternativesLimit``, which mt's page reads to ask for alternatives),
+plus ``GET /health``, ``GET /metrics`` with ``--metrics`` (``metrics.py``) and the page at ``/``
+(each GET answers HEAD too, as load balancers probe). Every error answer is ``{"error": message}``
+(``handlers.py``): 400 bad input, 403 key, 404/405 route, 408 body too slow, 413 body too big, 429
+queue full or over ``--req-limit`` (``access.py``: the routes that translate declare its key and
+limits check as a dependency), 503 stopping or over ``--limit-concurrency``; 500 only for mt's own
+failures. ``app.state.files`` is the directory of translated files (``files.FileStore``).
 
 A request's body is read under the size limit and the read timeout (``body.py``); while it waits
 for the batcher, a client that hangs up cancels it, and its lines leave the queue undecoded.
@@ -23,9 +24,10 @@ import importlib.resources
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse
 
@@ -34,6 +36,7 @@ from mt_cli.decode.engine import Engine
 from mt_cli.documents.filetypes import EXTENSIONS
 from mt_cli.errors import InputError
 from mt_cli.serve import alternatives, body, detect, files, parse, suggestions
+from mt_cli.serve.access import Access, Caller
 from mt_cli.serve.batcher import Batcher
 from mt_cli.serve.decoders import Decoders, InProcess
 from mt_cli.serve.errors import ApiError
@@ -113,8 +116,14 @@ def create_app(
     app.state.batcher = batcher
     app.state.stop = stop
     app.state.files = translated_files
+    access = app.state.access = Access(settings.api_keys, settings.req_limit, settings.max_chars)
     # Added first, so it sits inside CORS: its 500 and 503 answers carry the CORS headers too.
     app.add_middleware(Guard, limit=settings.limit_concurrency)
+    if settings.metrics:  # outside the Guard, to count its answers; inside CORS, as the routes
+        from mt_cli.serve import metrics
+
+        app.state.metrics = metrics.Metrics(batcher, access)
+        metrics.add_metrics(app, app.state.metrics, settings.metrics_auth_token)
     # LibreTranslate answers every origin, so pages and browser extensions elsewhere can call it.
     app.add_middleware(
         CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "HEAD", "POST"], allow_headers=["*"]
@@ -133,17 +142,10 @@ def create_app(
             "mt serve: source auto and /detect cannot check %s: no language detector knows it", unknown
         )
     translating = Translating(batcher, detector, scope)
-    _add_api_routes(app, engine, translating, settings, read_fields)
-    suggestions.add_route(app, store, scope, settings.api_keys, read_fields)
+    _add_api_routes(app, engine, translating, settings, read_fields, access.admission(read_fields))
+    suggestions.add_route(app, store, scope, access, read_fields)
     files.add_routes(
-        app,
-        translated_files,
-        engine,
-        translating,
-        read,
-        settings.max_file_size,
-        settings.api_keys,
-        settings.options,
+        app, translated_files, engine, translating, read, settings.max_file_size, access, settings.options
     )
     _add_info_routes(app, batcher, scope, settings)
     return app
@@ -155,14 +157,17 @@ def _add_api_routes(
     translating: Translating,
     settings: Settings,
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
+    admit: Callable[..., Awaitable[Caller]],
 ) -> None:
+    """``read_fields`` and ``admit`` are the routes' dependencies: the body read once, then the
+    key and the limits checked (``access.py``)."""
     scope = translating.scope
 
     @app.post("/translate")
-    async def translate(request: Request) -> dict[str, Any]:
-        fields = await read_fields(request)
-        parse.check_key(fields, settings.api_keys)
-        asked = parse.parse_translate(fields, scope)
+    async def translate(
+        request: Request, fields: dict[str, Any] = Depends(read_fields), caller: Caller = Depends(admit)
+    ) -> dict[str, Any]:
+        asked = parse.parse_translate(fields, replace(scope, max_chars=caller.char_limit))
         target = asked.target or scope.target
         try:  # checked before it is queued: options the engine cannot decode with are the client's
             options = engine.resolve(asked.options(settings.options, engine.beam_size))
@@ -173,10 +178,11 @@ def _add_api_routes(
         return asked.answer(done.documents, done.hypotheses, [guess.answer() for guess in done.detected])
 
     @app.post("/detect")
-    async def detect_language(request: Request) -> list[dict[str, Any]]:
-        fields = await read_fields(request)
-        parse.check_key(fields, settings.api_keys)
-        text = "\n".join(parse.parse_detect(fields, scope))  # a list of texts is detected as one
+    async def detect_language(
+        fields: dict[str, Any] = Depends(read_fields), caller: Caller = Depends(admit)
+    ) -> list[dict[str, Any]]:
+        # A list of texts is detected as one.
+        text = "\n".join(parse.parse_detect(fields, replace(scope, max_chars=caller.char_limit)))
         return [
             guess.answer()
             for guess in await asyncio.to_thread(detect.detect, translating.detector, text, scope)

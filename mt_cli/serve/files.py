@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -39,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
@@ -48,9 +49,10 @@ from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.engine import Engine
 from mt_cli.documents.filetypes import EXTENSIONS, FileDocument, FileFormat, format_of, read_file
 from mt_cli.errors import InputError
+from mt_cli.serve.access import Access
 from mt_cli.serve.errors import ApiError, show
 from mt_cli.serve.job import Job, Translating
-from mt_cli.serve.parse import check_encodable, check_key, parse_direction
+from mt_cli.serve.parse import check_encodable, parse_direction
 
 FORM_OVERHEAD = 16 << 10  # bytes of a form beyond its file: the other fields and the part headers
 DISABLED = "Files translation are disabled on this server."  # LibreTranslate's words
@@ -76,26 +78,45 @@ class _Stored:
     form: FileFormat
 
 
-_PREFIX = "mt-serve-files-"  # then the server's process id, a dash and mkdtemp's random part
+_PREFIX = "mt-serve-files-"  # then the server's process id (for people), a dash and mkdtemp's part
+LOCK = ".lock"  # in a server's directory, locked (flock) by that server for its whole life
 
 
 def _remove_orphans(root: Path) -> None:
     """Remove the file directories that servers killed with SIGKILL left in ``root``: those whose
-    process no longer exists (a live one's, or a reused id's, stay)."""
-    for directory in root.glob(f"{_PREFIX}*-*"):
-        pid = directory.name[len(_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and directory.is_dir() and not _alive(int(pid)):
+    lock no process holds. Never by process id: a server in another PID namespace (a container)
+    sharing ``root`` has ids this one cannot see. A directory without a lock is being made, or
+    was made by an mt before the locks, and stays."""
+    for directory in root.glob(f"{_PREFIX}*"):
+        try:
+            handle = os.open(directory / LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:  # no lock (or another user's directory): not ours to judge
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its server holds it: alive
+            os.close(handle)
+            continue
+        try:  # taken: its server is gone, and no other sweep can take it while this one holds it
             shutil.rmtree(directory, ignore_errors=True)
+        finally:
+            os.close(handle)
 
 
-def _alive(pid: int) -> bool:
+def _make_locked(root: Path) -> tuple[Path, int]:
+    """A new directory in ``root`` and its lock, held until the returned descriptor is closed.
+    The lock is made under another name and renamed once locked, so a sweep never finds it free."""
+    directory = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=root))
+    making = directory / f"{LOCK}.making"
+    handle = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, as another user's process
-        pass
-    return True
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else has it
+        os.replace(making, directory / LOCK)
+    except OSError:
+        os.close(handle)
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return directory, handle
 
 
 class FileStore:
@@ -105,13 +126,15 @@ class FileStore:
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
         self.directory: Path | None = None
+        self._lock: int | None = None  # the descriptor holding the directory's lock
         self._files: dict[str, _Stored] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        """Make the directory in ``$TMPDIR``, first removing the ones dead servers left there."""
         root = Path(tempfile.gettempdir())
         _remove_orphans(root)
-        self.directory = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=root))
+        self.directory, self._lock = _make_locked(root)
         self._sweeper = asyncio.ensure_future(self._sweep_forever())
 
     async def close(self) -> None:
@@ -121,6 +144,9 @@ class FileStore:
                 await self._sweeper
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
+        if self._lock is not None:  # released last: until the directory is gone it is in use
+            os.close(self._lock)
+            self._lock = None
         self._files.clear()
 
     def put(self, data: bytes, download: str, form: FileFormat) -> str:
@@ -142,12 +168,18 @@ class FileStore:
 
     def take(self, name: str) -> tuple[bytes, _Stored] | None:
         """The file stored as ``name``, removed from the store; None if there is none (any
-        other name, a path included, is unknown: only stored names are looked up)."""
+        other name, a path included, is unknown: only stored names are looked up). A 404 if
+        something else (a cleaner of ``$TMPDIR``) deleted it."""
         stored = self._files.pop(name, None)
         if stored is None:
             return None
         try:
             return stored.path.read_bytes(), stored
+        except FileNotFoundError:
+            message = (
+                f"the translated file {show(name)} was deleted from the server's folder; translate it again"
+            )
+            raise ApiError(404, message) from None
         finally:
             stored.path.unlink(missing_ok=True)
 
@@ -174,8 +206,17 @@ def _safe(text: str) -> str:
     return _UNSAFE.sub("_", plain).strip("._")
 
 
-async def read_upload(request: Request, content: bytes) -> tuple[dict[str, Any], str, bytes]:
-    """(the form's text fields, the file's name, its bytes) of a /translate_file body."""
+@dataclass(frozen=True)
+class Upload:
+    """A /translate_file body: the form's text fields, the file's name and its bytes."""
+
+    fields: dict[str, Any]
+    name: str
+    data: bytes
+
+
+async def read_upload(request: Request, content: bytes) -> Upload:
+    """The form of a /translate_file body ``content``."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "multipart/form-data":
         raise ApiError(400, "invalid request: send the file as a multipart/form-data field named file")
@@ -195,7 +236,7 @@ async def read_upload(request: Request, content: bytes) -> tuple[dict[str, Any],
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise ApiError(400, "invalid request: missing file parameter")
-        return fields, upload.filename or "", await upload.read()
+        return Upload(fields, upload.filename or "", await upload.read())
     finally:
         await form.close()  # an upload over 1 MiB was spooled to a temporary file
 
@@ -207,18 +248,26 @@ def add_routes(
     translating: Translating,
     read: Callable[[Request, int], Awaitable[bytes]],
     max_size: int,
-    keys: frozenset[str],
+    access: Access,
     server_options: TranslateOptions,
 ) -> None:
     """``POST /translate_file`` and ``GET /download_file/{name}`` on ``app``: ``read`` reads a
-    body of at most the bytes it is given, ``max_size`` is the largest file (0: files off)."""
+    body of at most the bytes it is given, ``max_size`` is the largest file (0: files off),
+    ``access`` admits the caller by the form's fields, as for /translate."""
 
-    @app.post("/translate_file")
-    async def translate_file(request: Request) -> dict[str, str]:
-        if max_size == 0:
+    async def upload_of(request: Request) -> Upload:
+        if max_size == 0:  # before the body is read: off is off for every caller
             raise ApiError(403, DISABLED)
-        fields, name, data = await read_upload(request, await read(request, max_size + FORM_OVERHEAD))
-        check_key(fields, keys)
+        return await read_upload(request, await read(request, max_size + FORM_OVERHEAD))
+
+    async def fields_of(upload: Upload = Depends(upload_of)) -> dict[str, Any]:
+        return upload.fields
+
+    admit = access.admission(fields_of)
+
+    @app.post("/translate_file", dependencies=[Depends(admit)])
+    async def translate_file(request: Request, upload: Upload = Depends(upload_of)) -> dict[str, str]:
+        fields, name, data = upload.fields, upload.name, upload.data
         source, target = parse_direction(fields, translating.scope)
         if name == "":
             raise ApiError(400, "invalid request: empty file")

@@ -5,9 +5,9 @@ and ``curl -d`` send it, or multipart, as a browser's ``FormData`` does); for a 
 string counts too, as it does in LibreTranslate's Flask app. Every mistake is an ``ApiError``
 with the HTTP status the server answers, ``{"error": message}`` as the body: 400 for a bad
 field, for JSON nested too deeply, or for text that cannot be encoded as UTF-8 (a lone surrogate,
-which a JSON escape can make) in any field; 403 for a key (``body.py`` reads the body, with its
-413, 408 and 503). A message repeats a client's value only through ``show``. The choices
-LibreTranslate leaves open:
+which a JSON escape can make) in any field (``access.py`` checks the key, with its 403;
+``body.py`` reads the body, with its 413, 408 and 503). A message repeats a client's value only
+through ``show``. The choices LibreTranslate leaves open:
 
 * ``format`` is ``text`` (the default) or ``html`` (the ``documents`` wing reads both): a text's
   lines are split into sentences, an HTML text's text into sentences across its inline tags, its
@@ -137,17 +137,6 @@ def _multi_dict(items: list[tuple[str, str]]) -> dict[str, Any]:
         else:
             fields[name] = value
     return fields
-
-
-def check_key(fields: dict[str, Any], keys: frozenset[str]) -> None:
-    """Nothing when no keys are configured or ``api_key`` is one of them; else a 403."""
-    if not keys:
-        return
-    key = fields.get("api_key")
-    if key is None or key == "":
-        raise ApiError(403, "this server needs an API key: send api_key")
-    if not isinstance(key, str) or key not in keys:
-        raise ApiError(403, "invalid API key")
 
 
 def parse_translate(fields: dict[str, Any], scope: Scope) -> TranslateRequest:

@@ -3,10 +3,12 @@ line reads them from here). Free of fastapi, so that ``mt --help`` need not load
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mt_cli.config.options import TranslateOptions
+from mt_cli.serve.keys import KeyLimits, largest_char_limit
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,11 @@ class Settings:
     # and alternatives set per request (``request.TranslateRequest.options``).
     options: TranslateOptions = TranslateOptions(scores=False)
     alternatives_limit: int = 3  # alternatives a request may ask for (400 past it); 0: none
-    api_keys: frozenset[str] = frozenset()  # empty: no key needed
+    # Each key with its own limits (``keys.py``, the --api-keys file); empty: no key needed.
+    api_keys: Mapping[str, KeyLimits] = field(default_factory=dict)
+    req_limit: int = 0  # requests a minute per client (its key, else its address); 0: no limit
+    metrics: bool = False  # GET /metrics: Prometheus's text format (LibreTranslate's --metrics)
+    metrics_auth_token: str | None = None  # /metrics needs "Authorization: Bearer <it>"; None: open
     timeout_read: float = 10.0  # seconds for a request's headers, and again for its body
     timeout_keep_alive: float = 5.0  # seconds an idle connection is kept open (uvicorn's default)
     timeout_graceful_shutdown: float = 8.0  # seconds from SIGTERM to exit (under Docker's 10 s)
@@ -36,8 +42,9 @@ class Settings:
     @property
     def max_body(self) -> int:
         """Bytes of a request body: 12 per character (a 4-byte character %-encoded in a form is
-        12 bytes, escaped in JSON as a surrogate pair also 12) plus 16 KiB for the other fields."""
-        return 12 * self.max_chars + (16 << 10)
+        12 bytes, escaped in JSON as a surrogate pair also 12) plus 16 KiB for the other fields;
+        of the most characters any key may send, since the key is in the body."""
+        return 12 * largest_char_limit(self.api_keys, self.max_chars) + (16 << 10)
 
     @property
     def request_lines(self) -> int:

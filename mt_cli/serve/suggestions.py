@@ -28,16 +28,16 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 
 from mt_cli.data.suggestions import INSERT, Suggestion, open_for_writing
+from mt_cli.serve.access import Access, Caller
 from mt_cli.serve.errors import ApiError, show
-from mt_cli.serve.parse import check_key
 from mt_cli.serve.scope import Scope
 
 logger = logging.getLogger("mt.serve")
@@ -221,16 +221,23 @@ def add_route(
     app: FastAPI,
     store: Store,
     scope: Scope,
-    api_keys: frozenset[str],
+    access: Access,
     read_fields: Callable[[Request], Awaitable[dict[str, Any]]],
 ) -> None:
-    """``POST /suggest`` on ``app``."""
+    """``POST /suggest`` on ``app``: its fields read by ``read_fields``, then (on) its caller
+    admitted by ``access``."""
+
+    async def fields_when_on(fields: dict[str, Any] = Depends(read_fields)) -> dict[str, Any]:
+        if not store.enabled:  # before the key: off is off for every caller
+            raise ApiError(403, DISABLED)
+        return fields
+
+    admit = access.admission(fields_when_on)
 
     @app.post("/suggest")
-    async def suggest(request: Request) -> dict[str, bool]:
-        fields = await read_fields(request)
-        if not store.enabled:
-            raise ApiError(403, DISABLED)
-        check_key(fields, api_keys)
-        await store.add(parse_suggestion(fields, scope, datetime.now(timezone.utc)))
+    async def suggest(
+        fields: dict[str, Any] = Depends(fields_when_on), caller: Caller = Depends(admit)
+    ) -> dict[str, bool]:
+        limited = replace(scope, max_chars=caller.char_limit)
+        await store.add(parse_suggestion(fields, limited, datetime.now(timezone.utc)))
         return {"success": True}
