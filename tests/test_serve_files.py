@@ -9,16 +9,18 @@ from __future__ import annotations
 import io
 import os
 import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import docx
 import httpx
 import pytest
-from helpers import ServeProcess, start_server, word_file
+from helpers import ServeProcess, epub_file, odf_file, slides_file, start_server, word_file
 
 import mt_cli
-from mt_cli.serve.files import download_name
+from mt_cli.documents.filetypes import FileFormat
+from mt_cli.serve.files import MEDIA_TYPES, download_name
 
 MAX_FILE = 60_000  # python-docx's empty document is 36 KB
 PAIR = {"source": "de", "target": "en"}
@@ -30,6 +32,29 @@ SRT = (
 )
 TEXT = "Ein Mann fährt Fahrrad.  Zwei Hunde spielen im Schnee!\n\n   Eine Frau liest.\n42\n"
 PAGE = '<p class="a">Ein <b>Mann</b> fährt Fahrrad.</p><pre>Eine Frau.</pre>'
+
+
+def rezipped(data: bytes, replaced: dict[str, bytes], added: tuple = ()) -> bytes:
+    """``data`` with members ``replaced`` and (name, bytes) pairs ``added`` at its end."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for member in source.infolist():
+            target.writestr(member, replaced.get(member.filename, source.read(member)))
+        for name, content in added:
+            target.writestr(name, content)
+    return out.getvalue()
+
+
+XXE = rezipped(
+    odf_file(), {"content.xml": b'<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>'}
+)
+DEFLATE64 = re.sub(  # every member's method, in its local header and the central directory
+    rb"(PK\x01\x02.{6}|PK\x03\x04.{4})\x08\x00",
+    lambda found: found[1] + b"\x09\x00",
+    slides_file(),
+    flags=re.S,
+)
+OUTSIDE = rezipped(epub_file(), {}, (("../x", b"x"),))
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +103,12 @@ def download(url: str) -> httpx.Response:
         ("notes.txt", "text", TEXT.encode()),
         ("page.HTM", "html", b"\xef\xbb\xbf" + PAGE.encode()),
         ("letter.docx", "docx", word_file()),
+        ("deck.PPTX", "pptx", slides_file()),
+        ("brief.odt", "odt", odf_file("text")),
+        ("folien.odp", "odp", odf_file("presentation")),
+        ("buch.epub", "epub", epub_file()),
     ],
-    ids=["srt", "text", "html", "docx"],
+    ids=["srt", "text", "html", "docx", "pptx", "odt", "odp", "epub"],
 )
 def test_each_format_round_trips_as_the_api_translates_it(server, model, temporary, name, form, data) -> None:
     answer = post(server, name, data)
@@ -93,6 +122,7 @@ def test_each_format_round_trips_as_the_api_translates_it(server, model, tempora
     got = download(url)
     assert got.status_code == 200
     assert got.headers["content-disposition"] == f'attachment; filename="{expected_name}"'
+    assert got.headers["content-type"] == MEDIA_TYPES[FileFormat(form)]
     assert got.content == model.translate_file(data, form)
     assert stored(temporary) == []  # removed by its download
     again = download(url)
@@ -134,6 +164,9 @@ def test_a_docx_keeps_its_runs_and_their_styles(server) -> None:
     ("name", "data", "status", "message"),
     [
         ("bad.docx", b"PK\x03\x04 not a zip", 400, "not a valid .docx file"),
+        ("xxe.odt", XXE, 400, "not a .odt file mt reads: content.xml declares a DTD"),
+        ("deflate64.pptx", DEFLATE64, 400, "is compressed by method 9 (deflate64)"),
+        ("outside.epub", OUTSIDE, 400, "it holds a file named '../x', outside its own folders"),
         ("bad.srt", b"1\nnot a timing\n", 400, "line 2 should be a timing line"),
         ("latin1.txt", "Grüße".encode("latin-1"), 400, "is not UTF-8 (line 1)"),
         ("utf16.txt", TEXT.encode("utf-16-le"), 400, "is UTF-16 without a byte-order mark (UTF-16LE)"),
@@ -142,7 +175,7 @@ def test_a_docx_keeps_its_runs_and_their_styles(server) -> None:
         ("big.txt", b"Ein Hund. " * (MAX_FILE // 10 + 1), 413, f"over this server's {MAX_FILE} bytes"),
         ("huge.txt", b"Ein Hund. " * (MAX_FILE // 5), 413, "request body"),
     ],
-    ids=["docx", "srt", "latin1", "utf16", "utf16-bom", "pdf", "big", "huge"],
+    ids=["docx", "xxe", "deflate64", "outside", "srt", "latin1", "utf16", "utf16-bom", "pdf", "big", "huge"],
 )
 def test_a_bad_or_oversized_file_is_a_4xx_and_leaves_nothing(server, temporary, name, data, status, message):
     answer = post(server, name, data)
@@ -162,7 +195,9 @@ def test_fields_keys_and_settings(server) -> None:
         "error": "invalid request: send the file as a multipart/form-data field named file"
     }
     assert settings["filesTranslation"] is True
-    assert settings["supportedFilesFormat"] == [".txt", ".html", ".htm", ".srt", ".docx"]
+    assert settings["supportedFilesFormat"] == [
+        ".txt", ".html", ".htm", ".srt", ".docx", ".pptx", ".odt", ".odp", ".epub",
+    ]  # fmt: skip
     assert unknown.status_code == 404
 
 
