@@ -26,7 +26,9 @@ FUZZ = Path(__file__).resolve().parent.parent / "tests" / "test_serve_fuzz.py"
 
 
 def load_fuzz_module() -> ModuleType:
-    """tests/test_serve_fuzz.py, imported by its path (tests/ is no package)."""
+    """tests/test_serve_fuzz.py, imported by its path (tests/ is no package), with tests/ on the
+    path for the helpers it imports (the files it uploads)."""
+    sys.path.insert(0, str(FUZZ.parent))
     spec = importlib.util.spec_from_file_location("test_serve_fuzz", FUZZ)
     if spec is None or spec.loader is None:
         sys.exit(f"error: cannot load {FUZZ}")

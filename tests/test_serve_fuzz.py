@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import word_file
+from helpers import epub_file, odf_file, slides_file, word_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -255,6 +255,10 @@ def _suggestion(draw: st.DrawFn) -> dict[str, Any]:
 
 
 DOCX = word_file()
+PACKAGES = [
+    ("brief.docx", DOCX), ("folien.pptx", slides_file()), ("text.odt", odf_file("text")),
+    ("folien.odp", odf_file("presentation")), ("buch.epub", epub_file()),
+]  # fmt: skip
 SRT = (
     "1\r\n00:00:01,000 --> 00:00:02,500\r\nEin Hund.\r\n- Zwei!\r\n\r\n"
     "2\n00:00:03,000 --> 00:00:04,000\nJa.\n"
@@ -265,14 +269,19 @@ def _upload(draw: st.DrawFn) -> tuple[str, bytes]:
     """A file as clients send it: mostly a good one of a supported format, else a corrupt one,
     another type, an odd name, or any bytes."""
     text = draw(sentences).encode("utf-8", "surrogatepass")
-    good = st.sampled_from(
-        [("a.txt", text), ("Seite.html", text), ("talk.srt", SRT.encode()), ("brief.docx", DOCX)]
-    )
+    good = st.sampled_from([("a.txt", text), ("Seite.html", text), ("talk.srt", SRT.encode()), *PACKAGES])
     bad = st.tuples(
         st.sampled_from(["a.docx", "a.srt", "a.pdf", "", "../../x.txt", "noextension", "a.TXT", "ä ö.html"]),
         st.binary(max_size=200) | st.just(DOCX[:300]) | st.just(text),
     )
-    return draw(good) if draw(st.integers(0, 2)) else draw(bad)
+    damaged = st.builds(_flipped, st.sampled_from(PACKAGES), st.integers(0, 1 << 20), st.integers(0, 255))
+    return draw(good) if draw(st.integers(0, 2)) else draw(bad | damaged)
+
+
+def _flipped(package: tuple[str, bytes], at: int, value: int) -> tuple[str, bytes]:
+    """A package with one byte set to ``value``: a damaged member, header or central directory."""
+    name, data = package
+    return name, data[: at % len(data)] + bytes([value]) + data[at % len(data) + 1 :]
 
 
 def _file_multipart(pairs: list[tuple[str, Any]], upload: tuple[str, bytes]) -> bytes:
