@@ -17,10 +17,11 @@ from it. With --malformed K, each client's every K-th request is a malformed one
 surrogate in q or source, JSON nested past the parser, broken JSON, a body over the size limit,
 an unknown language, format docx, a missing q, a file field, a plain-text body, in turn), whose answer
 must be a 4xx with a JSON error: anything else counts in ``malformed_not_4xx``. With --files K,
-each client's every K-th request is a file of three sentences, a .txt (one a line) or a .srt (one
-a cue), in turn, posted to /translate_file and downloaded from the URL it answers: a failure if
-either is not a 200, or the .srt's number and timing lines did not come back as sent; its lines
-are checked against --expected as the others are. Exits 1 if any well-formed request failed or a
+each client's every K-th request is a file of three sentences, a .txt (one a line), a .srt (one
+a cue) or an .odt (one a paragraph, zip and XML), in turn, posted to /translate_file and
+downloaded from the URL it answers: a failure if either is not a 200, or the .srt's number and
+timing lines did not come back as sent; its lines are checked against --expected as the others
+are. Exits 1 if any well-formed request failed or a
 malformed one got no 4xx. Differences are not failures: the
 engine's results depend slightly on what else shares the batch (padding changes the sums; in
 bf16, the default on a CPU with native bf16, enough to flip some lines), and the server's
@@ -31,15 +32,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import random
 import signal
 import sys
 import time
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
 
 import httpx
 
@@ -95,17 +100,42 @@ def malformed_requests(sentence: str, api_key: str | None) -> list[tuple[str, di
     ]
 
 
-def file_of(sentences: list[str], subtitles: bool) -> tuple[str, bytes]:
-    """A file of ``sentences``: a .srt of one cue each, or a .txt of one line each."""
-    if not subtitles:
+ODT_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+
+
+def file_of(sentences: list[str], kind: int) -> tuple[str, bytes]:
+    """A file of ``sentences``: kind 0 a .txt of one line each, 1 a .srt of one cue each, 2 an
+    .odt of one paragraph each."""
+    if kind == 0:
         return "load.txt", "".join(f"{line}\n" for line in sentences).encode()
+    if kind == 2:
+        return "load.odt", odt_of(sentences)
     cues = [f"{i + 1}\n00:00:0{i},000 --> 00:00:0{i},900\n{line}\n" for i, line in enumerate(sentences)]
     return "load.srt", "\n".join(cues).encode()
+
+
+def odt_of(sentences: list[str]) -> bytes:
+    """An OpenDocument text of one paragraph a sentence: its mimetype and content.xml."""
+    paragraphs = "".join(f"<text:p>{escape(line)}</text:p>" for line in sentences)
+    content = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content xmlns:office='
+        f'"urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="{ODT_TEXT}" office:version="1.3">'
+        f"<office:body><office:text>{paragraphs}</office:text></office:body></office:document-content>"
+    )
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("mimetype", "application/vnd.oasis.opendocument.text", zipfile.ZIP_STORED)
+        archive.writestr("content.xml", content)
+    return written.getvalue()
 
 
 def translated_lines(name: str, sent: bytes, got: bytes) -> list[str] | None:
     """The translations in a downloaded file, one per sentence sent; None if a .srt's number or
     timing lines are not those sent."""
+    if name.endswith(".odt"):
+        with zipfile.ZipFile(io.BytesIO(got)) as archive:
+            content = ElementTree.fromstring(archive.read("content.xml"))
+        return ["".join(paragraph.itertext()) for paragraph in content.iter(f"{{{ODT_TEXT}}}p")]
     lines = got.decode("utf-8").split("\n")
     if name.endswith(".txt"):
         return lines[:-1]
@@ -116,10 +146,10 @@ def translated_lines(name: str, sent: bytes, got: bytes) -> list[str] | None:
 
 
 async def send_file(
-    http: httpx.AsyncClient, args: argparse.Namespace, sentences: list[str], subtitles: bool, tally: Tally
+    http: httpx.AsyncClient, args: argparse.Namespace, sentences: list[str], kind: int, tally: Tally
 ) -> list[str] | None:
     """One file translated and downloaded; its translated lines, or None after counting a failure."""
-    name, data = file_of(sentences, subtitles)
+    name, data = file_of(sentences, kind)
     fields = {"source": "de", "target": "en", **({"api_key": args.api_key} if args.api_key else {})}
     try:
         answer = await http.post(f"{args.url}/translate_file", files={"file": (name, data)}, data=fields)
@@ -205,9 +235,7 @@ async def client(
         if args.files and sent % args.files == 0:
             picks = [rng.randrange(len(sources)) for _ in range(3)]
             start = time.monotonic()
-            lines = await send_file(
-                http, args, [sources[i] for i in picks], (sent // args.files) % 2 == 1, tally
-            )
+            lines = await send_file(http, args, [sources[i] for i in picks], (sent // args.files) % 3, tally)
             if lines is not None:
                 tally.latencies.append(time.monotonic() - start)
                 tally.lines += len(picks)
