@@ -7,7 +7,8 @@ Every name starts ``mt_serve_``:
 * ``requests_total{route,status}`` and ``request_duration_seconds{route}`` (a histogram): every
   answer, counted outside the concurrency guard so that its 503s and 500s count too; ``route`` is
   the route's path as declared (``/download_file/{name}``, never a client's path), ``unmatched``
-  for a path no route has; ``status`` 499 (nginx's) for a client that left before any answer.
+  for a path no route has and for the guard's 503s (answered before any route is matched);
+  ``status`` 499 (nginx's) for a client that left before any answer.
 * ``queued_sentences``, ``queued_pieces``, ``pending_requests`` (gauges): the batcher's queue.
 * ``batch_sentences``, ``batch_pieces``, ``batch_duration_seconds`` (histograms): each engine
   call.
