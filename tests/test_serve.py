@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import os
 import re
 import signal
 import socket
@@ -312,4 +313,41 @@ def test_a_port_in_use_and_a_missing_keys_file_are_one_line_errors(trained_run, 
     assert (missing.exit_code, missing.stderr) == (
         2,
         f"error: --api-keys {tmp_path / 'none.txt'} does not exist\n",
+    )
+
+
+def test_a_worker_killed_under_load_is_replaced_and_every_request_answered(trained_run) -> None:
+    running = start_server(trained_run, "--workers", "2", "--cache-size", "0")
+    try:
+        pids = httpx.get(f"{running.url}/health").json()["workerPids"]
+        assert len(pids) == 2
+        sources = SENTENCES * 4
+
+        async def client(http: httpx.AsyncClient, until: float) -> list[int]:
+            statuses = []
+            while time.monotonic() < until:
+                for source in sources:
+                    answer = await http.post(
+                        f"{running.url}/translate", json={"q": source, "source": "de", "target": "en"}
+                    )
+                    statuses.append(answer.status_code)
+            return statuses
+
+        async def scenario() -> list[int]:
+            async with httpx.AsyncClient(timeout=60) as http:
+                until = time.monotonic() + 3
+                load = asyncio.gather(*(client(http, until) for _ in range(8)))
+                await asyncio.sleep(1)
+                os.kill(pids[0], signal.SIGKILL)
+                return [status for statuses in await load for status in statuses]
+
+        statuses = asyncio.run(scenario())
+        health = httpx.get(f"{running.url}/health").json()
+    finally:
+        running.stop()
+    assert statuses and set(statuses) == {200}
+    assert (
+        health["workerRestarts"] == 1
+        and pids[0] not in health["workerPids"]
+        and pids[1] in health["workerPids"]
     )

@@ -49,13 +49,18 @@ def default_processes(device: torch.device) -> int:
     return torch.get_num_threads() if device.type == "cpu" and available() else 1
 
 
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this (forked) process when its parent ``parent`` dies (Linux's parent-death
+    signal); exit at once if it already has, before the signal was armed."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _start_worker(decode: weakref.WeakMethod, parent: int) -> None:
     global _worker_decode
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the signal was armed
-        os._exit(1)
+    die_with_parent(parent)
     torch.set_num_threads(1)
     _worker_decode = decode()  # alive: the fork copied the parent, which holds the engine
 

@@ -244,6 +244,7 @@ def _add_info_routes(
             "cacheHits": batcher.cache.hits,
             "cacheMisses": batcher.cache.misses,
             "decoders": batcher.decoders.parallel,
+            "workerPids": batcher.decoders.pids,
             "workerRestarts": batcher.decoders.restarts,
         }
 

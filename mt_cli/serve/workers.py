@@ -22,7 +22,6 @@ exit), and die with the server if it is killed (Linux's parent-death signal).
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import queue
@@ -36,17 +35,10 @@ from typing import NoReturn
 
 import torch
 
+from mt_cli.decode.processes import die_with_parent
 from mt_cli.serve.decoders import Decode, WorkerDied
 
 logger = logging.getLogger("mt.serve")
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this process when its parent dies; exit now if it already has."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 def _ignore_stop_signals() -> None:
@@ -159,7 +151,7 @@ def _spawn_forever(control: socket.socket, decode: Decode, server: int) -> NoRet
     """The spawner: a worker forked for each byte the server sends, its socket sent back."""
     try:
         _ignore_stop_signals()
-        _die_with_parent(server)
+        die_with_parent(server)
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the workers that end
         me = os.getpid()
         while control.recv(1):
@@ -179,7 +171,7 @@ def _spawn_forever(control: socket.socket, decode: Decode, server: int) -> NoRet
 def _work(sock: socket.socket, decode: Decode, spawner: int) -> NoReturn:
     """A worker: decode each batch that arrives until the server closes the socket."""
     try:
-        _die_with_parent(spawner)
+        die_with_parent(spawner)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         torch.set_num_threads(1)
         connection = Connection(sock.detach())
