@@ -20,7 +20,7 @@ from helpers import ServeProcess, epub_file, odf_file, slides_file, start_server
 
 import mt_cli
 from mt_cli.documents.filetypes import FileFormat
-from mt_cli.serve.files import MEDIA_TYPES, download_name
+from mt_cli.serve.files import LOCK, MEDIA_TYPES, download_name
 
 MAX_FILE = 60_000  # python-docx's empty document is 36 KB
 PAIR = {"source": "de", "target": "en"}
@@ -79,9 +79,9 @@ def server(trained_run: Path, temporary: Path) -> Iterator[ServeProcess]:
 
 
 def stored(temporary: Path) -> list[str]:
-    """The names in the server's files directory (one, made at startup)."""
+    """The names in the server's files directory (one, made at startup), but for its lock."""
     (directory,) = [path for path in temporary.iterdir() if path.name.startswith("mt-serve-files-")]
-    return sorted(path.name for path in directory.iterdir())
+    return sorted(path.name for path in directory.iterdir() if path.name != LOCK)
 
 
 def post(server: ServeProcess, name: str, data: bytes, **fields: str) -> httpx.Response:
