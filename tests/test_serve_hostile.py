@@ -36,8 +36,9 @@ def hostile(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     keys = tmp_path_factory.mktemp("keys") / "keys.txt"
     keys.write_text("\n".join([COMMENTS[0], KEY, "", COMMENTS[1]]) + "\n")
     options = ["--api-keys", str(keys), "--max-request-lines", str(REQUEST_LINES), "--max-chars", "30000"]
-    # What is decoded is counted below: nothing answered from memory, one decoder to keep busy.
-    options += ["--cache-size", "0", "--workers", "1"]
+    # What is decoded is counted below: nothing answered from memory, one decoder kept busy by one
+    # batch of a whole request.
+    options += ["--cache-size", "0", "--workers", "1", "--batch-pieces", "100000"]
     running = start_server(trained_run, *options)
     yield running
     assert running.stop() == 0
