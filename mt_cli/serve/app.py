@@ -1,4 +1,5 @@
-"""The FastAPI app: LibreTranslate's endpoints over one engine, its requests micro-batched.
+"""The FastAPI app: LibreTranslate's endpoints over one engine, its requests' sentences pooled
+and decoded together (``batcher``).
 
 Endpoints (LibreTranslate's schemas): ``POST /translate``, ``POST /detect``, ``POST /suggest``
 (``suggestions.py``; 403 unless ``--suggestions`` names a database), ``POST /translate_file`` and
