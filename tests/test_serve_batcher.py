@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from mt_cli.serve.batcher import Batcher, Closed, Late, QueueFull
+from mt_cli.serve.batcher import Batcher
 from mt_cli.serve.decoders import EngineFailed, InProcess, WorkerDied
+from mt_cli.serve.errors import Closed, Late, QueueFull
 
 
 class FakeEngine:

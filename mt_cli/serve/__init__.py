@@ -13,8 +13,8 @@ checks a request's API key and limits (requests a minute, characters), each key'
 ``--api-keys`` file by ``keys``, ``metrics`` answers ``/metrics`` (``--metrics``: Prometheus),
 ``suggestions`` stores /suggest's corrections in the suggestions database on one writer thread,
 ``files`` answers /translate_file (a file read by the ``documents`` wing) and keeps the translated
-files until their download, ``batcher`` pools the sentences of concurrent requests and hands each
-free decoder a batch, ``cache`` answers repeated sentences, ``decoders`` is what a batch is decoded
+files until their download, ``batcher`` hands each free decoder a batch from ``pool``, the sentences of
+concurrent requests waiting, ``cache`` answers repeated sentences, ``decoders`` is what a batch is decoded
 on (in-process) and ``workers`` mt's engine in worker processes, one per core, ``handlers`` answers
 every error as ``{"error": ...}`` with its status and ``server`` runs uvicorn on the listening
 socket. Imports ``documents``, ``decode`` and below; fastapi, uvicorn, lingua and prometheus_client

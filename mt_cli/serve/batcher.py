@@ -34,11 +34,12 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from mt_cli.serve.cache import SentenceCache
 from mt_cli.serve.decoders import Decoders, EngineFailed, WorkerDied
+from mt_cli.serve.errors import Closed, Late, QueueFull
+from mt_cli.serve.pool import Pending, Pooled, SentencePool
 
 K = TypeVar("K", bound=Hashable)  # a batch's decode settings
 R = TypeVar("R")  # what the engine gives for one line
@@ -47,42 +48,6 @@ DRAIN_MARGIN_S = 0.5  # kept free at the end of a grace period beyond the longes
 RATE_BATCHES = 32  # recent batches the decoding rate is measured over
 RETRY_AFTER_MAX_S = 60
 SETTLE_SHARE = 0.25  # and at most this share of a typical batch's decoding time
-
-
-class QueueFull(Exception):
-    """The pool holds too much to take this request now: retry after ``retry_after`` seconds."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class Late(Exception):
-    """The request waited longer than the server's deadline for decoding and was not decoded."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class Closed(Exception):
-    """The batcher is stopping and takes no new requests (or could not reach this one in time)."""
-
-
-@dataclass(eq=False)  # compared by identity: kept in sets
-class _Request(Generic[R]):
-    results: list[R | None]
-    future: asyncio.Future[list[R]] = field(repr=False)
-    deadline: float  # the event loop's time after which it is answered Late
-    missing: int = 0  # sentences not answered yet
-
-
-@dataclass(eq=False)
-class _Sentence(Generic[K, R]):
-    key: K
-    text: str
-    pieces: int
-    waiters: list[tuple[_Request[R], int]] = field(default_factory=list)  # (request, its index there)
 
 
 @dataclass
@@ -118,15 +83,10 @@ class Batcher(Generic[K, R]):
             raise ValueError("the queue's bounds, the batch budget and the deadline must be positive")
         self.decoders = decoders
         self._measure = measure
-        self.max_queue = max_queue
-        self.max_queue_pieces = max_queue_pieces
-        self._batch_pieces = batch_pieces
         self._deadline = deadline
-        self.cache: SentenceCache[K, R] = SentenceCache(cache_size)
-        self._waiting: dict[tuple[K, str], _Sentence[K, R]] = {}  # oldest first
-        self._decoding: dict[tuple[K, str], _Sentence[K, R]] = {}
-        self._unanswered: set[_Request[R]] = set()
-        self.queued_pieces = 0
+        self.pool: SentencePool[K, R] = SentencePool(max_queue, max_queue_pieces, batch_pieces, cache_size)
+        self.cache = self.pool.cache
+        self._unanswered: set[Pending[R]] = set()
         self.stats = Stats()
         self.on_batch: list[Callable[[int, int, float], None]] = []  # (sentences, pieces, seconds)
         self._recent: deque[tuple[int, float]] = deque(maxlen=RATE_BATCHES)  # (pieces, seconds)
@@ -140,7 +100,11 @@ class Batcher(Generic[K, R]):
     @property
     def queued_lines(self) -> int:
         """Distinct sentences waiting for a decoder."""
-        return len(self._waiting)
+        return len(self.pool.waiting)
+
+    @property
+    def queued_pieces(self) -> int:
+        return self.pool.waiting_pieces
 
     @property
     def pending_requests(self) -> int:
@@ -156,18 +120,13 @@ class Batcher(Generic[K, R]):
         if self._closing or self._task is None:
             raise Closed("the server is stopping")
         loop = asyncio.get_running_loop()
-        request: _Request[R] = _Request(
-            [None] * len(lines), loop.create_future(), loop.time() + self._deadline
-        )
-        joins, fresh = self._look_up(request, lines, key)
-        pieces = self._measure(list(fresh)) if fresh else []
-        self._check_room(len(fresh), sum(pieces))
-        for sentence, index in joins:
-            sentence.waiters.append((request, index))
-        for (text, indices), count in zip(fresh.items(), pieces, strict=True):
-            self._waiting[(key, text)] = _Sentence(key, text, count, [(request, i) for i in indices])
-            self.queued_pieces += count
-        request.missing = len(joins) + sum(len(indices) for indices in fresh.values())
+        request: Pending[R] = Pending([None] * len(lines), loop.create_future(), loop.time() + self._deadline)
+        found = self.pool.look_up(request, lines, key)
+        pieces = self._measure(list(found.fresh)) if found.fresh else []
+        if not self.pool.has_room(len(found.fresh), sum(pieces)):
+            waiting = f"{self.queued_lines} sentences, {self.queued_pieces} pieces"
+            raise QueueFull(f"the queue is full ({waiting} waiting); retry shortly", self.retry_after())
+        self.pool.add(request, key, found, pieces)
         if request.missing == 0:
             self.stats.requests += 1
             return request.results  # type: ignore[return-value]  # every one filled in
@@ -175,33 +134,6 @@ class Batcher(Generic[K, R]):
         request.future.add_done_callback(lambda _: self._forget(request))
         self._wakeup.set()
         return await request.future
-
-    def _look_up(
-        self, request: _Request[R], lines: list[str], key: K
-    ) -> tuple[list[tuple[_Sentence[K, R], int]], dict[str, list[int]]]:
-        """Fill the cached results in; (sentences already waiting or decoding that the request
-        joins, with its index; the new sentences, each with its indices in the request)."""
-        joins: list[tuple[_Sentence[K, R], int]] = []
-        fresh: dict[str, list[int]] = {}
-        for index, line in enumerate(lines):
-            if line in fresh:
-                fresh[line].append(index)
-            elif (known := self._waiting.get((key, line)) or self._decoding.get((key, line))) is not None:
-                joins.append((known, index))
-            elif (cached := self.cache.get(key, line)) is not None:
-                request.results[index] = cached
-            else:
-                fresh[line] = [index]
-        return joins, fresh
-
-    def _check_room(self, lines: int, pieces: int) -> None:
-        """``QueueFull`` unless the pool has room; an empty pool takes any request (one larger
-        than the pool alone is limited by the request limits, not here)."""
-        if not self._waiting or not lines:
-            return
-        if len(self._waiting) + lines > self.max_queue or self.queued_pieces + pieces > self.max_queue_pieces:
-            waiting = f"{len(self._waiting)} sentences, {self.queued_pieces} pieces"
-            raise QueueFull(f"the queue is full ({waiting} waiting); retry shortly", self.retry_after())
 
     def retry_after(self) -> int:
         """Seconds until the pieces waiting now are decoded at the rate measured (1 at least)."""
@@ -228,7 +160,7 @@ class Batcher(Generic[K, R]):
     async def close(self) -> None:
         """Take no new requests, answer every accepted one, then stop the task."""
         self._closing = True
-        while self._unanswered or self._decoding:
+        while self._unanswered or self.pool.decoding:
             self._idle.clear()
             await self._idle.wait()
         for deadline in self._deadlines:
@@ -238,17 +170,17 @@ class Batcher(Generic[K, R]):
             await asyncio.gather(self._task, return_exceptions=True)
 
     def _expire_waiting(self) -> None:
-        self._expire({request for sentence in self._waiting.values() for request, _ in sentence.waiters})
+        self._expire(self.pool.waiting_requests())
 
-    @staticmethod
-    def _expire(requests: set[_Request[R]]) -> None:
+    def _expire(self, requests: set[Pending[R]]) -> None:
         for request in list(requests):
             if not request.future.done():
                 request.future.set_exception(
                     Closed("the server is stopping and could not decode this in time")
                 )
+                self._forget(request)  # now, not when the future's callbacks run
 
-    def _forget(self, request: _Request[R]) -> None:
+    def _forget(self, request: Pending[R]) -> None:
         """The request is answered (or its client left): its waiting sentences no one else wants
         leave the pool. Called again for one already forgotten, it does nothing."""
         if request not in self._unanswered:
@@ -256,12 +188,8 @@ class Batcher(Generic[K, R]):
         self._unanswered.discard(request)
         if request.future.cancelled():
             self.stats.dropped_requests += 1
-        for place, sentence in list(self._waiting.items()):
-            sentence.waiters = [(waiter, i) for waiter, i in sentence.waiters if waiter is not request]
-            if not sentence.waiters:
-                del self._waiting[place]
-                self.queued_pieces -= sentence.pieces
-        if not self._unanswered and not self._decoding:
+        self.pool.forget(request)
+        if not self._unanswered and not self.pool.decoding:
             self._idle.set()
 
     async def _run(self) -> None:
@@ -275,34 +203,19 @@ class Batcher(Generic[K, R]):
             decoding.add(task)  # held until done: the loop keeps only weak references to tasks
             task.add_done_callback(decoding.discard)
 
-    async def _take(self) -> list[_Sentence[K, R]]:
-        """The next batch: the oldest waiting sentence and those of its key that fit the budget,
-        nearest to it in length first; requests past their deadline answered Late first."""
+    async def _take(self) -> list[Pooled[K, R]]:
+        """The next batch (``SentencePool.take``), once anything waits and, while another decoder
+        is busy, has settled; requests past their deadline answered Late first."""
         while True:
             self._answer_late()
-            if self._waiting:
+            if self.pool.waiting:
                 break
             self._wakeup.clear()
             await self._wakeup.wait()
-        if self._decoding:
+        if self.pool.decoding:
             await self._settle()
             self._answer_late()
-        first = next(iter(self._waiting.values()))
-        same = [sentence for sentence in self._waiting.values() if sentence.key == first.key]
-        if sum(sentence.pieces for sentence in same) > self._batch_pieces:
-            same.sort(key=lambda sentence: abs(sentence.pieces - first.pieces))  # stable: oldest first
-        batch, pieces = [], 0
-        for sentence in same:
-            if batch and pieces + sentence.pieces > self._batch_pieces:
-                continue
-            batch.append(sentence)
-            pieces += sentence.pieces
-        for sentence in batch:
-            place = (sentence.key, sentence.text)
-            del self._waiting[place]
-            self._decoding[place] = sentence
-            self.queued_pieces -= sentence.pieces
-        return batch
+        return self.pool.take()
 
     async def _settle(self) -> None:
         """While another decoder is busy, wait a moment for the clients this decoder just answered:
@@ -318,8 +231,10 @@ class Batcher(Generic[K, R]):
         loop = asyncio.get_running_loop()
         typical = sorted(spent for _, spent in self._recent)[len(self._recent) // 2]
         deadline = loop.time() + SETTLE_SHARE * typical
-        wanted = max(self._concurrency) - len({id(r) for s in self._decoding.values() for r, _ in s.waiters})
-        while self._decoding and len(self._waiting) < wanted and self.queued_pieces < self._batch_pieces:
+        wanted = max(self._concurrency) - self.pool.decoding_requests()
+        while (
+            self.pool.decoding and self.queued_lines < wanted and self.queued_pieces < self.pool.batch_pieces
+        ):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
@@ -333,8 +248,7 @@ class Batcher(Generic[K, R]):
         now = asyncio.get_running_loop().time()
         late = {
             request
-            for sentence in self._waiting.values()
-            for request, _ in sentence.waiters
+            for request in self.pool.waiting_requests()
             if request.deadline <= now and not request.future.done()
         }
         for request in late:
@@ -343,17 +257,16 @@ class Batcher(Generic[K, R]):
             request.future.set_exception(Late(waited, self.retry_after()))
             self._forget(request)  # now, not when the future's callbacks run: this batch must not take it
 
-    async def _decode_then_release(self, batch: list[_Sentence[K, R]], slots: asyncio.Semaphore) -> None:
+    async def _decode_then_release(self, batch: list[Pooled[K, R]], slots: asyncio.Semaphore) -> None:
         try:
             await self._decode(batch)
         finally:
             slots.release()
-            for sentence in batch:
-                self._decoding.pop((sentence.key, sentence.text), None)
-            if not self._unanswered and not self._decoding:
+            self.pool.decoded(batch)
+            if not self._unanswered and not self.pool.decoding:
                 self._idle.set()
 
-    async def _decode(self, batch: list[_Sentence[K, R]]) -> None:
+    async def _decode(self, batch: list[Pooled[K, R]]) -> None:
         """One engine call for the batch; on failure each sentence alone, so the error reaches
         only the requests at fault."""
         try:
@@ -375,7 +288,7 @@ class Batcher(Generic[K, R]):
         for sentence, result in zip(batch, results, strict=True):
             self._answer(sentence, result)
 
-    async def _call(self, batch: Sequence[_Sentence[K, R]]) -> list[R]:
+    async def _call(self, batch: Sequence[Pooled[K, R]]) -> list[R]:
         """The decoders' results for the batch (in an executor thread), or ``EngineFailed``."""
         lines = [sentence.text for sentence in batch]
         pieces = sum(sentence.pieces for sentence in batch)
@@ -402,8 +315,8 @@ class Batcher(Generic[K, R]):
             observe(len(lines), pieces, seconds)
         return results
 
-    def _answer(self, sentence: _Sentence[K, R], result: R) -> None:
-        self.cache.put(sentence.key, sentence.text, result)
+    def _answer(self, sentence: Pooled[K, R], result: R) -> None:
+        self.pool.cache.put(sentence.key, sentence.text, result)
         for request, index in sentence.waiters:
             if request.future.done():  # its client left, or another sentence of it failed
                 continue
@@ -413,7 +326,7 @@ class Batcher(Generic[K, R]):
                 self.stats.requests += 1
                 request.future.set_result(request.results)  # type: ignore[arg-type]  # all filled in
 
-    def _fail(self, sentence: _Sentence[K, R], err: EngineFailed) -> None:
+    def _fail(self, sentence: Pooled[K, R], err: EngineFailed) -> None:
         for request, _ in sentence.waiters:
             if not request.future.done():
                 self.stats.failed_requests += 1

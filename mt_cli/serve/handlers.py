@@ -19,8 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mt_cli.serve.batcher import Closed, Late, QueueFull
-from mt_cli.serve.errors import ApiError, show
+from mt_cli.serve.errors import ApiError, Closed, Late, QueueFull, show
 
 logger = logging.getLogger("mt.serve")
 
