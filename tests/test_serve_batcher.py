@@ -165,7 +165,8 @@ def test_retry_after_is_the_pieces_waiting_over_the_rate_measured() -> None:
         first = await _busy(engine, batcher)
         waiting = asyncio.ensure_future(batcher.translate([" ".join(["w"] * 300)], 0))
         await asyncio.sleep(0)
-        assert 2 <= batcher.retry_after() <= 4  # 300 pieces at 100/s
+        # 300 pieces at 100/s at best: 3 s, more on a machine slower than the 0.1 s sleep
+        assert 3 <= batcher.retry_after() <= 60
         engine.gate.set()
         await first, await waiting
         await batcher.close()

@@ -19,10 +19,14 @@ def upper_with_pid(lines: list[str], key: int) -> list[str]:
     if "boom" in lines:
         raise ValueError("the engine broke\non two lines")
     if "slow" in lines:
-        if isinstance(key, str):  # a file to say which worker has the batch
+        started = time.time()
+        if isinstance(key, str) and not os.path.isdir(key):  # a file to say which worker has the batch
             with open(key, "w") as marker:
                 marker.write(str(os.getpid()))
         time.sleep(1.0)
+        if isinstance(key, str) and os.path.isdir(key):  # a folder to say when each worker decoded
+            with open(os.path.join(key, str(os.getpid())), "w") as span:
+                span.write(f"{started} {time.time()}")
     if "die" in lines:
         os._exit(3)
     return [f"{line.upper()}#{key}@{os.getpid()}" for line in lines]
@@ -44,15 +48,16 @@ def pool():
     workers.close()
 
 
-def test_each_worker_is_its_own_process_and_both_decode_side_by_side(pool: WorkerPool) -> None:
+def test_each_worker_is_its_own_process_and_both_decode_side_by_side(pool: WorkerPool, tmp_path) -> None:
     assert len(set(pool.pids)) == 2 and os.getpid() not in pool.pids
     with ThreadPoolExecutor(2) as threads:
-        started = time.monotonic()
-        slow = [threads.submit(pool.decode, ["slow"], 1) for _ in range(2)]
+        slow = [threads.submit(pool.decode, ["slow"], str(tmp_path)) for _ in range(2)]
         answers = [future.result() for future in slow]
-        elapsed = time.monotonic() - started
     assert sorted(answer[0].split("@")[1] for answer in answers) == sorted(str(pid) for pid in pool.pids)
-    assert elapsed < 1.9  # two one-second batches side by side, not one after the other
+    (a_start, a_end), (b_start, b_end) = [
+        map(float, (tmp_path / str(pid)).read_text().split()) for pid in pool.pids
+    ]
+    assert a_start < b_end and b_start < a_end  # the two batches overlapped: side by side
     assert pool.decode(["a", "b"], 7)[0].startswith("A#7@")
 
 
