@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from mt_cli.config.options import TranslateOptions
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 
@@ -575,3 +576,19 @@ def epub_file(chapters: dict[str, str] | None = None) -> bytes:
         for name, data in members.items():
             archive.writestr(name, data)
     return written.getvalue()
+
+
+class UpperEngine:
+    """A de -> en engine that upper-cases each line: the serve tests' stand-in for a model."""
+
+    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 4, "a fake", 1
+    directions = (("de", "en"),)
+
+    def count_pieces(self, lines: list[str]) -> list[int]:
+        return [len(line.split()) + 1 for line in lines]
+
+    def resolve(self, options: TranslateOptions) -> TranslateOptions:
+        return options
+
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
+        return [line.upper() for line in lines]

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+from helpers import UpperEngine
 from typer.testing import CliRunner
 
 from mt_cli.cli import app as cli
-from mt_cli.config.options import TranslateOptions
 from mt_cli.errors import InputError
 from mt_cli.serve import parse
 from mt_cli.serve.access import BAD_KEY, NO_KEY, Window
@@ -22,22 +22,6 @@ from mt_cli.serve.app import Settings, create_app
 from mt_cli.serve.keys import KeyLimits, parse_keys, read_keys
 
 PAIR = {"source": "de", "target": "en"}
-
-
-class UpperEngine:
-    """A de -> en engine that upper-cases each line."""
-
-    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 4, "a fake", 1
-    directions = (("de", "en"),)
-
-    def count_pieces(self, lines: list[str]) -> list[int]:
-        return [len(line.split()) + 1 for line in lines]
-
-    def resolve(self, options: TranslateOptions) -> TranslateOptions:
-        return options
-
-    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
-        return [line.upper() for line in lines]
 
 
 @contextlib.asynccontextmanager

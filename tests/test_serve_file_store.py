@@ -8,36 +8,18 @@ import asyncio
 import fcntl
 import os
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 import pytest
-from helpers import in_process
+from helpers import UpperEngine, in_process
 
-from mt_cli.config.options import TranslateOptions
 from mt_cli.documents.filetypes import FileFormat
 from mt_cli.serve.app import Settings, create_app
 from mt_cli.serve.errors import ApiError
 from mt_cli.serve.files import LOCK, FileStore
 
 NO_SUCH_PID = 4_194_305  # above Linux's largest pid (2**22): no process here has it
-
-
-class UpperEngine:
-    """A de -> en engine that upper-cases each line."""
-
-    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 4, "a fake", 1
-    directions = (("de", "en"),)
-
-    def count_pieces(self, lines: list[str]) -> list[int]:
-        return [len(line.split()) + 1 for line in lines]
-
-    def resolve(self, options: TranslateOptions) -> TranslateOptions:
-        return options
-
-    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
-        return [line.upper() for line in lines]
 
 
 @pytest.fixture

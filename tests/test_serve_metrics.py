@@ -5,32 +5,14 @@ by prometheus_client's own parser, every count equal to what was sent; off by de
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 import httpx
-from helpers import in_process
+from helpers import UpperEngine, in_process
 from prometheus_client.parser import text_string_to_metric_families
 
-from mt_cli.config.options import TranslateOptions
 from mt_cli.serve.app import Settings, create_app
 
 PAIR = {"source": "de", "target": "en"}
-
-
-class UpperEngine:
-    """A de -> en engine that upper-cases each line."""
-
-    src_lang, tgt_lang, beam_size, origin, parallel_batches = "de", "en", 4, "a fake", 1
-    directions = (("de", "en"),)
-
-    def count_pieces(self, lines: list[str]) -> list[int]:
-        return [len(line.split()) + 1 for line in lines]
-
-    def resolve(self, options: TranslateOptions) -> TranslateOptions:
-        return options
-
-    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **_: object) -> list[str]:
-        return [line.upper() for line in lines]
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

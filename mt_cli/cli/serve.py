@@ -178,6 +178,7 @@ def serve(
     options = replace(DEFAULTS.options, beam=beam, length_penalty=length_penalty)
     keys = read_keys(api_keys) if api_keys is not None else {}
     _check_metrics(metrics, metrics_auth_token)
+    worker_count = _worker_count(choice, workers)  # a --workers the engine cannot have fails now
     if suggestions is not None:  # checked (and made) now, not after the model has loaded
         from mt_cli.data.suggestions import open_for_writing
 
@@ -220,12 +221,12 @@ def serve(
         directions = describe_directions(model.directions)
         decoding = (
             f"{choice.engine.value} engine, beam {resolved.beam_size}, length penalty {resolved.alpha:g}, "
-            f"{_describe_workers(choice, workers)}"
+            f"{_describe_workers(worker_count)}"
         )
         stored = f"; suggestions stored in {suggestions}" if suggestions is not None else ""
         ready = f"mt serve: {directions} at {url} ({decoding}, {model.origin}){stored}"
         # Forked now, before the server starts any thread (workers.py says why).
-        decoders = _decoders(model, choice, workers, listener)
+        decoders = _decoders(model, worker_count, listener)
         app = create_app(model, settings, on_ready=lambda: log(ready), decoders=decoders)
         if not run_server(app, listener, settings):
             raise RunFailure("the server did not start; see the messages above")
@@ -250,10 +251,8 @@ def _worker_count(choice: ModelChoice, workers: int | None) -> int:
     return workers
 
 
-def _decoders(
-    model: Engine, choice: ModelChoice, workers: int | None, listener: socket.socket
-) -> Decoders | None:
-    count = _worker_count(choice, workers)
+def _decoders(model: Engine, count: int, listener: socket.socket) -> Decoders | None:
+    """``count`` decoding worker processes of ``model``; None (decode in this process) for 0."""
     if count == 0:
         return None
     from mt_cli.serve.alternatives import decoder
@@ -262,8 +261,7 @@ def _decoders(
     return WorkerPool(decoder(model), count, close_in_children=[listener])
 
 
-def _describe_workers(choice: ModelChoice, workers: int | None) -> str:
-    count = _worker_count(choice, workers)
+def _describe_workers(count: int) -> str:
     return f"{count} decoding worker process{'es' if count != 1 else ''}" if count else "decoding in-process"
 
 

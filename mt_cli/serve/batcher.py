@@ -37,6 +37,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from mt_cli.serve.cache import SentenceCache
 from mt_cli.serve.decoders import Decoders, EngineFailed, WorkerDied
 from mt_cli.serve.errors import Closed, Late, QueueFull
 from mt_cli.serve.pool import Pending, Pooled, SentencePool
@@ -85,7 +86,6 @@ class Batcher(Generic[K, R]):
         self._measure = measure
         self._deadline = deadline
         self.pool: SentencePool[K, R] = SentencePool(max_queue, max_queue_pieces, batch_pieces, cache_size)
-        self.cache = self.pool.cache
         self._unanswered: set[Pending[R]] = set()
         self.stats = Stats()
         self.on_batch: list[Callable[[int, int, float], None]] = []  # (sentences, pieces, seconds)
@@ -96,6 +96,10 @@ class Batcher(Generic[K, R]):
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._deadlines: list[asyncio.TimerHandle] = []
+
+    @property
+    def cache(self) -> SentenceCache[K, R]:
+        return self.pool.cache
 
     @property
     def queued_lines(self) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from mt_cli.serve.cache import SentenceCache
 
@@ -29,6 +29,7 @@ class Pending(Generic[R]):
     future: asyncio.Future[list[R]] = field(repr=False)
     deadline: float  # the event loop's time after which it is answered Late
     missing: int = 0  # sentences not answered yet
+    pooled: list[Pooled[Any, R]] = field(default_factory=list)  # the pool's entries it waits on
 
 
 @dataclass(eq=False)
@@ -90,18 +91,26 @@ class SentencePool(Generic[K, R]):
         """The request joins its sentences already here and adds the fresh ones (with their pieces)."""
         for sentence, index in found.joins:
             sentence.waiters.append((request, index))
+            request.pooled.append(sentence)
         for (text, indices), count in zip(found.fresh.items(), pieces, strict=True):
-            self.waiting[(key, text)] = Pooled(key, text, count, [(request, i) for i in indices])
+            sentence = Pooled(key, text, count, [(request, i) for i in indices])
+            self.waiting[(key, text)] = sentence
             self.waiting_pieces += count
+            request.pooled.append(sentence)
         request.missing = len(found.joins) + sum(len(indices) for indices in found.fresh.values())
 
     def forget(self, request: Pending[R]) -> None:
-        """The request wants nothing more: its waiting sentences nobody else wants leave."""
-        for place, sentence in list(self.waiting.items()):
+        """The request wants nothing more: its waiting sentences nobody else wants leave (those
+        decoding are answered to whoever still waits, and kept in the cache)."""
+        for sentence in request.pooled:
+            place = (sentence.key, sentence.text)
+            if self.waiting.get(place) is not sentence:
+                continue
             sentence.waiters = [(waiter, i) for waiter, i in sentence.waiters if waiter is not request]
             if not sentence.waiters:
                 del self.waiting[place]
                 self.waiting_pieces -= sentence.pieces
+        request.pooled.clear()
 
     def waiting_requests(self) -> set[Pending[R]]:
         return {request for sentence in self.waiting.values() for request, _ in sentence.waiters}

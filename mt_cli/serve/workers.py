@@ -104,17 +104,17 @@ class WorkerPool:
         sent once more, and ``WorkerDied`` if the new one dies too."""
         worker = self._free.get()
         try:
-            for attempt in (1, 2):
-                try:
-                    return worker.call(lines, key)
-                except (EOFError, OSError) as err:
-                    logger.error("mt serve: decoding worker %d died (%s); starting another", worker.pid, err)
-                    worker = self._replace(worker)
-                    if attempt == 2:
-                        raise WorkerDied(
-                            f"two decoding workers died on a batch of {len(lines)} lines; see the log"
-                        ) from None
-            raise AssertionError("unreachable")  # pragma: no cover
+            try:
+                return worker.call(lines, key)
+            except (EOFError, OSError) as err:
+                worker = self._replace(worker, err)
+            try:
+                return worker.call(lines, key)
+            except (EOFError, OSError) as err:
+                worker = self._replace(worker, err)
+                raise WorkerDied(
+                    f"two decoding workers died on a batch of {len(lines)} lines; see the log"
+                ) from None
         finally:
             self._free.put(worker)
 
@@ -131,7 +131,8 @@ class WorkerPool:
         except ChildProcessError:
             pass
 
-    def _replace(self, dead: _Worker) -> _Worker:
+    def _replace(self, dead: _Worker, err: BaseException) -> _Worker:
+        logger.error("mt serve: decoding worker %d died (%s); starting another", dead.pid, err)
         dead.end()
         worker = self._new_worker()
         self.restarts += 1
