@@ -1,5 +1,6 @@
-"""Text to pieces and back: the SentencePiece models (``pieces``), trained on a bounded sample
-and reused only when their settings match (``tokenizer``), an imported Marian model's, whose
-pieces are numbered by its vocabulary file (``vocabulary``), and the tags before a source
-(``tags``). Imports only ``config``, ``disk``, ``specials`` and ``errors``, and never torch or
-``datasets``; the model never imports it (it sees ids only)."""
+"""Text to pieces and back: the SentencePiece models (``pieces``), trained on a bounded sample and
+reused only when their settings match (``tokenizer``), an imported Marian model's, whose pieces
+are numbered by its vocabulary file (``vocabulary``), the tags before a source (``tags``), and a
+user's glossary of terms, read and found in sentences (``glossary``). Imports only ``config``,
+``disk``, ``specials`` and ``errors``, and never torch or ``datasets``; the model never imports
+it (it sees ids only)."""
