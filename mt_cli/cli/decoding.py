@@ -44,6 +44,12 @@ AlignmentLayerOption = option(
     help="Decoder layer whose cross-attention, averaged over heads, aligns (default: the last; "
     "negative counts from the end).",
 )
+PlaceholdersOption = option(
+    bool | None,
+    "--placeholders/--no-placeholders",
+    help="Hide {{...}}, {0}, %s, %1$s, <x/> tags, URLs and e-mail addresses from the model and put "
+    "each back once (default: where the model was trained with data.placeholders).",
+)
 TranslateJsonOption = option(
     bool, "--json", help="One JSON object per line: source, text, score, alignment, n_best."
 )

@@ -23,6 +23,7 @@ from mt_cli.cli.common import (
 from mt_cli.cli.decoding import (
     AlignmentLayerOption,
     AlignOption,
+    PlaceholdersOption,
     SampleOption,
     SeedOption,
     TemperatureOption,
@@ -103,6 +104,7 @@ def translate(
     tgt_lang: TgtLangOption = None,
     src_lang: SrcLangOption = None,
     form: FormatOption = None,
+    placeholders: PlaceholdersOption = None,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
@@ -135,6 +137,7 @@ def translate(
         scores=as_json or n_best > 1,  # only these print a score; greedy search goes faster without
         tgt_lang=tgt_lang,
         src_lang=src_lang,
+        placeholders=placeholders,
     )
     if choice.engine is not EngineKind.MT and attention is not None:
         raise InputError("--attention needs --engine mt")

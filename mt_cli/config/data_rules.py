@@ -34,6 +34,10 @@ def check_data(d: DataConfig) -> None:
         f"data.max_length_ratio={d.max_length_ratio} must be at least 1 (or null: no ratio filter)",
     )
     require(d.workers >= 0, f"data.workers={d.workers} must be 0 (the training process) or more")
+    require(
+        0.0 <= d.placeholders <= 1.0,
+        f"data.placeholders={d.placeholders} must be a share of the training pairs, from 0 to 1",
+    )
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
     entries = d.entries()

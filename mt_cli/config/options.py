@@ -67,6 +67,8 @@ class TranslateOptions:
     ``tgt_lang`` is the language to write (None: the card's ``data.tgt_lang``), one the model was
     trained to write; ``src_lang`` only checks that the model reads that language (and, with
     ``tgt_lang``, knows the direction): a source carries no tag, so it selects nothing.
+    ``placeholders``: hide ``{{...}}``, ``%s``, URLs and the like from the model and put them back
+    after (``text.placeholders``); None: where the model was trained with them.
     """
 
     beam: int | None = None
@@ -78,6 +80,7 @@ class TranslateOptions:
     scores: bool = True  # False: greedy search leaves each score NaN (beam search needs them)
     tgt_lang: str | None = None
     src_lang: str | None = None
+    placeholders: bool | None = None
     # True on what ``resolved`` returns (and ``without_scores`` of it), set on the instance as it is
     # made: not a field, so ``replace`` makes options to resolve anew and a recipe never holds it.
     _resolved: ClassVar[bool] = False

@@ -90,6 +90,10 @@ class DataConfig:
     # Several corpora mixed by weight; empty: the single-source keys above are the one corpus.
     corpora: list[CorpusConfig] = field(default_factory=list)
     target_tags: bool = False  # <2xx> before every source even with one target language
+    # Share of training pairs given placeholder symbols (<ph1>, ...) at corresponding places, so
+    # that the model learns to carry {{...}}, %s, URLs and the like (text.placeholders); over 0,
+    # both tokenizers hold the symbols.
+    placeholders: float = 0.0
 
     def entries(self) -> tuple[CorpusConfig, ...]:
         """The corpora of the run, with the data section's languages, dir, train_limit and

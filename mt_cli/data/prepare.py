@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ from mt_cli.disk.files import file_sha256
 from mt_cli.disk.layout import RunDir
 from mt_cli.disk.reading import batched
 from mt_cli.errors import DataError
+from mt_cli.text import placeholders
 from mt_cli.text.tags import check_tags, corpus_prefix, source_tags
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 ENCODE_CHUNK = 50_000  # pairs encoded per SentencePiece call (it spreads them over every core)
 SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs share tokenizers
+PLACEHOLDER_SEED = 1  # which training pairs get placeholders, and where: the same in every run
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
         recipe["direction"] = [entry.src_lang, entry.tgt_lang]
     if prefix := corpus_prefix(cfg.data, entry):
         recipe["prefix"] = prefix
+    if cfg.data.placeholders > 0:
+        recipe["placeholders"] = cfg.data.placeholders
     if entry.translated:  # where its pairs came from: teacher runs, checkpoints, decoding
         recipe["origin"] = synthetic.resolve(entry).provenance()
     return recipe
@@ -179,7 +183,8 @@ def prepare_corpus(
     what = "the training pairs" if name == "train" else name
     log(f"prepared corpus: encoding {what} into {directory}")
     dropped = Filtered()  # a translated corpus's min_score counts here first
-    pairs = batched(_refuse_tags(train_pairs(entry, dropped), source_tags(cfg.data)), ENCODE_CHUNK)
+    read = _refuse_tags(train_pairs(entry, dropped), source_tags(cfg.data))
+    pairs = batched(_with_placeholders(read, cfg.data.placeholders, index), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     prefix = corpus_prefix(cfg.data, entry)
     keep = pair_filter(cfg, entry)
@@ -207,6 +212,17 @@ def training_corpus(cfg: Config, parts: list[PreparedCorpus]) -> PreparedCorpus 
     run do not change), else the corpora mixed by weight."""
     weights = [entry.weight for entry in cfg.data.entries()]
     return parts[0] if weights == [1.0] else MixedCorpus(parts, weights)
+
+
+def _with_placeholders(pairs: Iterable[Pair], share: float, index: int) -> Iterator[Pair]:
+    """``pairs`` with placeholder symbols put into ``share`` of them (``placeholders.sprinkle``),
+    the same ones every time for corpus ``index``."""
+    rng = random.Random(PLACEHOLDER_SEED + index)
+    for src, tgt in pairs:
+        if share > 0 and src is not None and tgt is not None and rng.random() < share:
+            yield placeholders.sprinkle(src, tgt, rng)
+        else:
+            yield src, tgt
 
 
 def corpus_name(cfg: Config, index: int) -> str:

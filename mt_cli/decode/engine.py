@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from mt_cli.config.card import ModelCard, target_language
 from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.errors import InputError
+from mt_cli.specials import UNK_ID
+from mt_cli.text import placeholders
 from mt_cli.text.tags import translation_prefix
 from mt_cli.text.tokenizer import Tokenizer
 
@@ -217,7 +220,24 @@ class CardEngine:
         warn: Warn = ignore,
         first_line: int = 1,
     ) -> list[Translation]:
-        return self._translated(lines, self.resolve(options), warn, first_line)
+        """The lines' translations; placeholders hidden from the model and put back when the
+        options ask for it or, by default, when the model was trained with them."""
+        options = self.resolve(options)
+        if not (self.knows_placeholders if options.placeholders is None else options.placeholders):
+            return self._translated(lines, options, warn, first_line)
+        masked = [placeholders.mask(line) for line in lines]
+        found = self._translated([hidden.text for hidden in masked], options, warn, first_line)
+        return [
+            _unmasked(translation, line, hidden, warn, number)
+            for number, (translation, line, hidden) in enumerate(zip(found, lines, masked), start=first_line)
+        ]
+
+    @property
+    def knows_placeholders(self) -> bool:
+        """Whether the model was trained with placeholders (``data.placeholders``): both its
+        tokenizers hold their symbols."""
+        first = placeholders.symbol(1)
+        return first in self.src_tok.tags and self.tgt_tok.piece_id(first) != UNK_ID
 
     def translate_lines(
         self, lines: Sequence[str], options: TranslateOptions = DEFAULT_OPTIONS, warn: Warn = ignore
@@ -292,6 +312,23 @@ class CardEngine:
         """Word alignments of each (source, target) of ``_pair_pieces`` (``tags``: the target tag
         pieces before each source, which align to nothing). Each engine's own."""
         raise NotImplementedError
+
+
+def _unmasked(
+    translation: Translation, line: str, masked: placeholders.Masked, warn: Warn, number: int
+) -> Translation:
+    """``translation`` of ``masked`` with its placeholders back, as the translation of ``line``;
+    a warning naming the line where some had to be mended."""
+    hypotheses = []
+    for hypothesis in translation.hypotheses:
+        restored = placeholders.restore(hypothesis.text, masked)
+        if restored.repairs and hypothesis is translation.hypotheses[0]:
+            warn(
+                f"line {number}: {restored.repairs} placeholder symbols of the translation lost, doubled "
+                f"or unknown; each of the line's {len(masked.pieces)} placeholders is put back once"
+            )
+        hypotheses.append(replace(hypothesis, text=restored.text))
+    return replace(translation, source=line, hypotheses=tuple(hypotheses))
 
 
 def check_pairs(sources: Sequence[str], targets: Sequence[str]) -> None:
