@@ -19,7 +19,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_a_file_reads_its_entries_skipping_blank_and_comment_lines(tmp_path: Path) -> None:
     path = _write(tmp_path, "# Fachbegriffe\nHund\thound\n\n  Mann \t man\nHund\thound\n")
     glossary = Glossary.read(path, "de", "en")
-    assert glossary.entries == {"Hund": "hound", "Mann": "man"}
+    assert glossary.entries == {"Hund": ("hound",), "Mann": ("man",)}
     assert len(glossary) == 2
 
 
@@ -51,7 +51,14 @@ def test_a_missing_file_or_a_folder_is_a_data_error(tmp_path: Path) -> None:
 
 def test_another_script_is_checked_only_for_languages_with_a_known_script(tmp_path: Path) -> None:
     glossary = Glossary.read(_write(tmp_path, "Hund\t狗\n"), "de", "zh")
-    assert glossary.entries == {"Hund": "狗"}
+    assert glossary.entries == {"Hund": ("狗",)}
+
+
+def test_a_dictionary_may_give_a_term_several_targets(tmp_path: Path) -> None:
+    path = _write(tmp_path, "Hund\tdog\nHund\thound\nHund\tdog\n")
+    glossary = Glossary.read(path, "de", "en", several_targets=True)
+    assert glossary.entries == {"Hund": ("dog", "hound")}
+    assert [m.targets for m in glossary.find("Ein Hund.")] == [("dog", "hound")]
 
 
 def _found(glossary: Glossary, sentence: str) -> list[tuple[str, str]]:
@@ -59,27 +66,30 @@ def _found(glossary: Glossary, sentence: str) -> list[tuple[str, str]]:
 
 
 def test_german_inflected_forms_match_their_term() -> None:
-    glossary = Glossary({"Hund": "hound", "Mann": "man", "Mädchen": "lass"}, "de", "en")
+    glossary = Glossary({"Hund": ("hound",), "Mann": ("man",), "Mädchen": ("lass",)}, "de", "en")
     assert _found(glossary, "Zwei Hunde bellen den Männern nach.") == [("Hunde", "hound"), ("Männern", "man")]
     assert _found(glossary, "Des Mädchens Hundes") == [("Mädchens", "lass"), ("Hundes", "hound")]
     assert _found(glossary, "HUND und hund") == [("HUND", "hound"), ("hund", "hound")]
 
 
 def test_a_short_word_with_an_ending_is_not_a_form_of_a_shorter_term() -> None:
-    glossary = Glossary({"Ei": "egg"}, "de", "en")
+    glossary = Glossary({"Ei": ("egg",)}, "de", "en")
     assert _found(glossary, "Ein Eis und ein Ei.") == [("Ei", "egg")]
 
 
 def test_the_longest_term_wins_and_matches_do_not_overlap() -> None:
-    glossary = Glossary({"Ball": "ball", "roter Ball": "red ball", "Ball spielen": "play ball"}, "de", "en")
+    glossary = Glossary(
+        {"Ball": ("ball",), "roter Ball": ("red ball",), "Ball spielen": ("play ball",)}, "de", "en"
+    )
     assert _found(glossary, "Kinder mit einem roten Ball spielen.") == [("roten Ball", "red ball")]
     assert _found(glossary, "Sie wollen Ball spielen.") == [("Ball spielen", "play ball")]
     assert _found(glossary, "Ein Ball, ein roter Ball.") == [("Ball", "ball"), ("roter Ball", "red ball")]
 
 
-def test_other_languages_match_whole_words_case_folded_without_endings() -> None:
-    glossary = Glossary({"dog": "Hund"}, "en", "de")
-    assert _found(glossary, "Dogs and a dog.") == [("dog", "Hund")]
+def test_english_endings_match_and_other_languages_match_whole_words_case_folded() -> None:
+    glossary = Glossary({"dog": ("Hund",), "walk": ("gehen",)}, "en", "de")
+    assert _found(glossary, "Dogs walked a dog.") == [("Dogs", "Hund"), ("walked", "gehen"), ("dog", "Hund")]
+    assert _found(Glossary({"chien": ("dog",)}, "fr", "en"), "Chiens et un CHIEN.") == [("CHIEN", "dog")]
 
 
 def test_no_term_no_match_and_a_glossary_of_100000_entries_reads(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.cli.common import option
@@ -49,6 +50,12 @@ PlaceholdersOption = option(
     "--placeholders/--no-placeholders",
     help="Hide {{...}}, {0}, %s, %1$s, <x/> tags, URLs and e-mail addresses from the model and put "
     "each back once (default: where the model was trained with data.placeholders).",
+)
+GlossaryOption = option(
+    Path | None,
+    "--glossary",
+    help="A TSV file of terms (source term, tab, target term a line) the translation must use; "
+    "needs a model trained with data.terms.",
 )
 TranslateJsonOption = option(
     bool, "--json", help="One JSON object per line: source, text, score, alignment, n_best."

@@ -23,6 +23,7 @@ from mt_cli.cli.common import (
 from mt_cli.cli.decoding import (
     AlignmentLayerOption,
     AlignOption,
+    GlossaryOption,
     PlaceholdersOption,
     SampleOption,
     SeedOption,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from mt_cli.api import Model
     from mt_cli.decode.engine import Engine
     from mt_cli.decode.results import Translation
+    from mt_cli.text.glossary import Glossary
 
 TextArgument = Annotated[
     str | None, typer.Argument(help="Text to translate (default: stdin, a sentence a line).")
@@ -105,6 +107,7 @@ def translate(
     src_lang: SrcLangOption = None,
     form: FormatOption = None,
     placeholders: PlaceholdersOption = None,
+    glossary: GlossaryOption = None,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
@@ -153,6 +156,8 @@ def translate(
     # Resolved here, once, before a line of input is read (one line, nothing written); the API and
     # the engine pass them on as they are.
     options = model.options(options)
+    if glossary is not None:
+        options = options.with_glossary(_glossary(model, glossary, options))
 
     if form.file is not None:  # read whole, not in chunks of lines
         translate_whole(model, options, form.file, text, input_file, output_file)
@@ -175,6 +180,17 @@ def translate(
     finally:
         if output is not None:
             output.discard()
+
+
+def _glossary(model: Model, path: Path, options: TranslateOptions) -> Glossary:
+    """The glossary at ``path`` in the direction ``options`` translate, checked against the model
+    before any input is read."""
+    from mt_cli.text.glossary import Glossary
+
+    src_lang = options.src_lang or model.engine.src_lang
+    found = Glossary.read(path, src_lang, options.tgt_lang or model.engine.tgt_lang)
+    model.engine.check_terms(options.with_glossary(found))
+    return found
 
 
 def _translated_lines(

@@ -38,6 +38,10 @@ def check_data(d: DataConfig) -> None:
         0.0 <= d.placeholders <= 1.0,
         f"data.placeholders={d.placeholders} must be a share of the training pairs, from 0 to 1",
     )
+    require(
+        0.0 < d.terms_share <= 1.0,
+        f"data.terms_share={d.terms_share} must be a share of the dictionary's matches, over 0 and at most 1",
+    )
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
     entries = d.entries()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol
 
 from mt_cli.errors import InputError
 
@@ -57,6 +57,16 @@ class Sampling:
             )
 
 
+class Terms(Protocol):
+    """A user's glossary as translation uses it (``text.glossary.Glossary``; config never imports
+    text): its languages, and the matches of its terms in a sentence."""
+
+    src_lang: str
+    tgt_lang: str
+
+    def find(self, sentence: str) -> list[Any]: ...
+
+
 @dataclass(frozen=True)
 class TranslateOptions:
     """How to translate. ``None`` takes the model card's value (the decoding it was tuned with).
@@ -68,7 +78,8 @@ class TranslateOptions:
     trained to write; ``src_lang`` only checks that the model reads that language (and, with
     ``tgt_lang``, knows the direction): a source carries no tag, so it selects nothing.
     ``placeholders``: hide ``{{...}}``, ``%s``, URLs and the like from the model and put them back
-    after (``text.placeholders``); None: where the model was trained with them.
+    after (``text.placeholders``); None: where the model was trained with them. ``glossary``: the
+    user's terms, annotated in the sources (``text.terms``) for a model trained with ``data.terms``.
     """
 
     beam: int | None = None
@@ -81,6 +92,7 @@ class TranslateOptions:
     tgt_lang: str | None = None
     src_lang: str | None = None
     placeholders: bool | None = None
+    glossary: Terms | None = None
     # True on what ``resolved`` returns (and ``without_scores`` of it), set on the instance as it is
     # made: not a field, so ``replace`` makes options to resolve anew and a recipe never holds it.
     _resolved: ClassVar[bool] = False
@@ -134,6 +146,14 @@ class TranslateOptions:
             return self
         unscored = replace(self, scores=False)
         return _marked_resolved(unscored) if self.is_resolved else unscored
+
+    def with_glossary(self, glossary: Terms | None) -> TranslateOptions:
+        """These options with ``glossary`` (None: without one), resolved if these were: a glossary
+        is read once the languages are known, and the sources it annotated decode without it."""
+        if glossary is self.glossary:
+            return self
+        changed = replace(self, glossary=glossary)
+        return _marked_resolved(changed) if self.is_resolved else changed
 
     @property
     def is_resolved(self) -> bool:

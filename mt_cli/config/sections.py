@@ -94,6 +94,11 @@ class DataConfig:
     # that the model learns to carry {{...}}, %s, URLs and the like (text.placeholders); over 0,
     # both tokenizers hold the symbols.
     placeholders: float = 0.0
+    # A bilingual dictionary (source term, tab, target term a line; several lines may translate
+    # one term) whose terms, where the reference has their translation, are annotated inline in
+    # terms_share of the cases (text.terms), so that the model learns to take a glossary.
+    terms: str | None = None
+    terms_share: float = 0.5
 
     def entries(self) -> tuple[CorpusConfig, ...]:
         """The corpora of the run, with the data section's languages, dir, train_limit and

@@ -26,7 +26,8 @@ from mt_cli.disk.files import file_sha256
 from mt_cli.disk.layout import RunDir
 from mt_cli.disk.reading import batched
 from mt_cli.errors import DataError
-from mt_cli.text import placeholders
+from mt_cli.text import placeholders, terms
+from mt_cli.text.glossary import Glossary
 from mt_cli.text.tags import check_tags, corpus_prefix, source_tags
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 ENCODE_CHUNK = 50_000  # pairs encoded per SentencePiece call (it spreads them over every core)
 SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs share tokenizers
 PLACEHOLDER_SEED = 1  # which training pairs get placeholders, and where: the same in every run
+TERMS_SEED = 2  # which dictionary matches are annotated: the same in every run
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,8 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
         recipe["prefix"] = prefix
     if cfg.data.placeholders > 0:
         recipe["placeholders"] = cfg.data.placeholders
+    if cfg.data.terms is not None:
+        recipe["terms"] = {"dictionary": file_sha256(Path(cfg.data.terms)), "share": cfg.data.terms_share}
     if entry.translated:  # where its pairs came from: teacher runs, checkpoints, decoding
         recipe["origin"] = synthetic.resolve(entry).provenance()
     return recipe
@@ -184,7 +188,8 @@ def prepare_corpus(
     log(f"prepared corpus: encoding {what} into {directory}")
     dropped = Filtered()  # a translated corpus's min_score counts here first
     read = _refuse_tags(train_pairs(entry, dropped), source_tags(cfg.data))
-    pairs = batched(_with_placeholders(read, cfg.data.placeholders, index), ENCODE_CHUNK)
+    sprinkled = _with_placeholders(read, cfg.data.placeholders, index)
+    pairs = batched(_with_terms(sprinkled, cfg, entry, index), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     prefix = corpus_prefix(cfg.data, entry)
     keep = pair_filter(cfg, entry)
@@ -223,6 +228,20 @@ def _with_placeholders(pairs: Iterable[Pair], share: float, index: int) -> Itera
             yield placeholders.sprinkle(src, tgt, rng)
         else:
             yield src, tgt
+
+
+def _with_terms(pairs: Iterable[Pair], cfg: Config, entry: CorpusConfig, index: int) -> Iterator[Pair]:
+    """``pairs`` with their sources' dictionary terms annotated (``terms.for_training``) in a run
+    with ``data.terms``, the same ones every time for corpus ``index``."""
+    if cfg.data.terms is None:
+        yield from pairs
+        return
+    dictionary = Glossary.read(cfg.data.terms, entry.src_lang, entry.tgt_lang, several_targets=True)
+    rng = random.Random(TERMS_SEED + index)
+    for src, tgt in pairs:
+        if src is not None and tgt is not None:
+            src = terms.for_training(src, tgt, dictionary, cfg.data.terms_share, rng)
+        yield src, tgt
 
 
 def corpus_name(cfg: Config, index: int) -> str:

@@ -27,7 +27,7 @@ from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
 from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.errors import InputError
 from mt_cli.specials import UNK_ID
-from mt_cli.text import placeholders
+from mt_cli.text import placeholders, terms
 from mt_cli.text.tags import translation_prefix
 from mt_cli.text.tokenizer import Tokenizer
 
@@ -144,6 +144,10 @@ class Engine(Protocol):
         """One detokenized translation per line, without scores (what ``mt eval`` reads)."""
         ...
 
+    def check_terms(self, options: TranslateOptions) -> None:
+        """An ``InputError`` unless the model takes the glossary of resolved ``options``."""
+        ...
+
 
 class CardEngine:
     """What every engine shares: the card's languages, directions and default beam, the tokenizer
@@ -221,16 +225,38 @@ class CardEngine:
         first_line: int = 1,
     ) -> list[Translation]:
         """The lines' translations; placeholders hidden from the model and put back when the
-        options ask for it or, by default, when the model was trained with them."""
+        options ask for it or, by default, when the model was trained with them; the glossary's
+        terms annotated in the sources (a model trained with ``data.terms``)."""
         options = self.resolve(options)
-        if not (self.knows_placeholders if options.placeholders is None else options.placeholders):
+        masking = self.knows_placeholders if options.placeholders is None else options.placeholders
+        if not masking and options.glossary is None:
             return self._translated(lines, options, warn, first_line)
-        masked = [placeholders.mask(line) for line in lines]
-        found = self._translated([hidden.text for hidden in masked], options, warn, first_line)
+        hidden = [placeholders.mask(line) for line in lines] if masking else None
+        texts = [masked.text for masked in hidden] if hidden is not None else list(lines)
+        if options.glossary is not None:
+            self.check_terms(options)
+            texts = [terms.with_glossary(text, options.glossary) for text in texts]
+        found = self._translated(texts, options.with_glossary(None), warn, first_line)
+        if hidden is None:
+            return [replace(translation, source=line) for translation, line in zip(found, lines)]
         return [
-            _unmasked(translation, line, hidden, warn, number)
-            for number, (translation, line, hidden) in enumerate(zip(found, lines, masked), start=first_line)
+            _unmasked(translation, line, masked, warn, number)
+            for number, (translation, line, masked) in enumerate(zip(found, lines, hidden), start=first_line)
         ]
+
+    def check_terms(self, options: TranslateOptions) -> None:
+        """An ``InputError`` unless the model was trained to take terms (``data.terms``) and the
+        glossary of resolved ``options`` is in the languages they translate."""
+        if terms.TERM not in self.src_tok.tags:
+            raise InputError(
+                "a glossary needs a model trained with data.terms (its source tokenizer has no "
+                f"{terms.TERM} symbol): train one with a dictionary, e.g. configs/multi30k-terms.yaml"
+            )
+        glossary = options.glossary
+        if glossary is not None and glossary.tgt_lang != options.tgt_lang:
+            raise InputError(
+                f"the glossary gives {glossary.tgt_lang} terms, but this translates into {options.tgt_lang}"
+            )
 
     @property
     def knows_placeholders(self) -> bool:

@@ -5,16 +5,17 @@ The file holds one entry a line: the source term, a tab, the target term (UTF-8;
 it ends in .gz). Blank lines and lines that start with ``#`` are skipped. Anything else that
 is not two non-empty terms, or a term with a letter outside its language's script, is a
 ``DataError`` naming the file and the line: a glossary is the user's promise about terms,
-so a line mt cannot read is never skipped quietly. The same source term twice keeps the first
-entry only if both give the same target; two targets for one source term is an error too.
+so a line mt cannot read is never skipped quietly. The same source term twice with the same
+target is one entry; with another target it is an error in a glossary to translate with, and a
+second translation in a dictionary that teaches terms (``several_targets``: ``data.terms``).
 
 Matching compares words folded (``fold``: case and, for German, umlauts and ß) and with one
-inflectional ending cut (German: -e, -en, -er, -ern, -es, -em, -n, -s, where three letters
-stay): two words match where their forms (``lemma_candidates``) meet, so that "Hund" finds
-"Hunde", "Hunden" and "Hundes", "Mann" finds "Männer" and "roter Ball" finds "roten Ball". At
-each word the longest term that starts there wins; matches do not overlap. A sentence is looked
-up one word at a time in a dict, so a glossary of any size costs microseconds for a sentence
-with no term in it.
+inflectional ending cut (German: -e, -en, -er, -ern, -es, -em, -n, -s; English: -s, -es, -ed,
+-ing; where three letters stay): two words match where their forms (``lemma_candidates``) meet,
+so that "Hund" finds "Hunde", "Hunden" and "Hundes", "Mann" finds "Männer" and "roter Ball"
+finds "roten Ball". At each word the longest term that starts there wins; matches do not
+overlap. A sentence is looked up one word at a time in a dict, so a glossary of any size costs
+microseconds for a sentence with no term in it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from mt_cli.disk.reading import read_lines
 from mt_cli.errors import DataError
 
 WORD = re.compile(r"\w+(?:[-'’]\w+)*")  # a word: letters and digits, inner hyphens and apostrophes
-_ENDINGS = {"de": ("e", "en", "er", "ern", "es", "em", "n", "s")}  # after a term's word in a sentence
+# Endings a sentence's word may have after a term's word.
+_ENDINGS = {"de": ("e", "en", "er", "ern", "es", "em", "n", "s"), "en": ("s", "es", "ed", "ing")}
 _GERMAN_FOLDS = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss"})
 # The script of each language's letters, for the check of a term's letters; other languages
 # are not checked.
@@ -47,12 +49,17 @@ SCRIPTS = {
 
 @dataclass(frozen=True)
 class Match:
-    """A glossary term found in a sentence: its characters ``start:end`` and the entry's terms."""
+    """A glossary term found in a sentence: its characters ``start:end``, the source term and its
+    target terms (one in a glossary to translate with)."""
 
     start: int
     end: int
     source: str
-    target: str
+    targets: tuple[str, ...]
+
+    @property
+    def target(self) -> str:
+        return self.targets[0]
 
 
 def fold(word: str, lang: str) -> str:
@@ -73,7 +80,7 @@ def lemma_candidates(word: str, lang: str) -> tuple[str, ...]:
 class Glossary:
     """Source terms (in ``src_lang``) and their target terms (in ``tgt_lang``)."""
 
-    def __init__(self, entries: dict[str, str], src_lang: str, tgt_lang: str) -> None:
+    def __init__(self, entries: dict[str, tuple[str, ...]], src_lang: str, tgt_lang: str) -> None:
         self.entries = entries
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
         # A trie over word forms, each node a dict: a form -> the next node, and at ``_ENDS`` the
@@ -87,19 +94,24 @@ class Glossary:
                 node.setdefault(_ENDS, source)
 
     @classmethod
-    def read(cls, path: str | Path, src_lang: str, tgt_lang: str) -> Glossary:
-        """The glossary in the file at ``path``; ``DataError`` naming the line for a line mt cannot read."""
-        entries: dict[str, str] = {}
+    def read(cls, path: str | Path, src_lang: str, tgt_lang: str, several_targets: bool = False) -> Glossary:
+        """The glossary in the file at ``path``; ``DataError`` naming the line for a line mt cannot
+        read, or for a second target of one source term unless ``several_targets``."""
+        entries: dict[str, list[str]] = {}
         for number, line in enumerate(read_lines(path), start=1):
             if not line.strip() or line.startswith("#"):
                 continue
             source, target = _entry(line, f"{path} line {number}", src_lang, tgt_lang)
-            if entries.setdefault(source, target) != target:
+            targets = entries.setdefault(source, [target])
+            if target in targets:
+                continue
+            if not several_targets:
                 raise DataError(
-                    f"{path} line {number}: {source!r} is already translated as {entries[source]!r} "
+                    f"{path} line {number}: {source!r} is already translated as {targets[0]!r} "
                     f"on an earlier line, not {target!r}; keep one"
                 )
-        return cls(entries, src_lang, tgt_lang)
+            targets.append(target)
+        return cls({source: tuple(targets) for source, targets in entries.items()}, src_lang, tgt_lang)
 
     def __len__(self) -> int:
         return len(self.entries)

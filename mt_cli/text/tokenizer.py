@@ -20,7 +20,7 @@ from mt_cli.disk.files import atomic_write_bytes, write_json, writing
 from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError, ConfigError, DataError
 from mt_cli.specials import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from mt_cli.text import placeholders
+from mt_cli.text import placeholders, terms
 from mt_cli.text.pieces import Tokenizer
 from mt_cli.text.tags import source_tags
 from mt_cli.text.vocabulary import VocabularyTokenizer
@@ -177,10 +177,12 @@ def _sides(cfg: Config) -> tuple[tuple[str, str, int], tuple[str, str, int]]:
 
 def _tags(cfg: Config) -> tuple[list[str], list[str]]:
     """Per side, its user-defined symbols: the source's tags (a joint model has them on both
-    sides), then the placeholder symbols on both sides of a run trained with them."""
+    sides), then the placeholder symbols on both sides of a run trained with them, and the term
+    markers on the source side of a run trained with terms."""
     tags = source_tags(cfg.data)
     held = placeholders.symbols() if cfg.data.placeholders > 0 else []
-    return tags + held, (tags if cfg.tokenizer.joint else []) + held
+    markers = list(terms.MARKERS) if cfg.data.terms is not None else []
+    return tags + held + markers, (tags + markers if cfg.tokenizer.joint else []) + held
 
 
 def _why_retrain(run_dir: Path, lang: str, wanted: dict[str, Any]) -> str | None:

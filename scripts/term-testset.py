@@ -1,0 +1,88 @@
+# From the repository root, with the dictionary of scripts/freedict-terms.py:
+#   python scripts/term-testset.py --dictionary runs/terms/freedict-de-en.tsv -o runs/terms/test2016.tsv
+# and the term use of translations of test2016 (one line per source line):
+#   python scripts/term-testset.py --dictionary ... --testset runs/terms/test2016.tsv --hypotheses out.en
+"""A term test set from test2016 and a bilingual dictionary, and the term use of translations.
+
+The method (as Dinu et al. 2019 build theirs from Wiktionary and IATE): a dictionary term counts
+in a test2016 sentence where the German source holds it (``text.glossary``: folded, an inflected
+form matches, longest match first) and one of its dictionary translations is in the English
+reference (as a word, or with an English ending). The set is one line per (sentence, term):
+the 1-based line number, the source term and that translation, tab-separated; the glossary to
+translate it with is its terms. A translation uses a term exactly where it holds the target term
+as words (case-insensitive), and by lemma where each target word matches a word of the
+translation with an English ending cut ("dogs" uses "dog").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
+from mt_cli.text.glossary import WORD, Glossary, lemma_candidates
+
+
+def build(dictionary: Glossary, sources: list[str], references: list[str]) -> list[tuple[int, str, str]]:
+    found = []
+    for number, (source, reference) in enumerate(zip(sources, references, strict=True), start=1):
+        forms = {form for word in WORD.findall(reference) for form in lemma_candidates(word, "en")}
+        for match in dictionary.find(source):
+            held = next((term for term in match.targets if _held(forms, term)), None)
+            if held is not None:
+                found.append((number, match.source, held))
+    return found
+
+
+def _held(forms: set[str], term: str) -> bool:
+    return all(not forms.isdisjoint(lemma_candidates(word, "en")) for word in WORD.findall(term))
+
+
+def exact(hypothesis: str, term: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(term.lower())}(?!\w)", hypothesis.lower()) is not None
+
+
+def use(testset: list[tuple[int, str, str]], hypotheses: list[str]) -> dict[str, float | int]:
+    lemma = sum(
+        _held(
+            {form for word in WORD.findall(hypotheses[n - 1]) for form in lemma_candidates(word, "en")}, term
+        )
+        for n, _, term in testset
+    )
+    hits = sum(exact(hypotheses[n - 1], term) for n, _, term in testset)
+    return {
+        "terms": len(testset),
+        "exact": round(hits / len(testset), 4),
+        "lemma": round(lemma / len(testset), 4),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dictionary", type=Path, required=True)
+    parser.add_argument("--testset", type=Path, help="score --hypotheses on this set, made before")
+    parser.add_argument("--hypotheses", type=Path)
+    parser.add_argument("-o", "--output", type=Path, help="write the set here")
+    args = parser.parse_args()
+    if args.testset is not None:
+        testset = [
+            (int(n), s, t) for n, s, t in (line.split("\t") for line in read_lines(args.testset) if line)
+        ]
+        print(json.dumps(use(testset, read_lines(args.hypotheses))))
+        return
+    dictionary = Glossary.read(args.dictionary, "de", "en", several_targets=True)
+    sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
+    references = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.en.gz")
+    testset = build(dictionary, sources, references)
+    args.output.write_text("".join(f"{n}\t{s}\t{t}\n" for n, s, t in testset), encoding="utf-8")
+    lines = sorted({n for n, _, _ in testset})
+    print(
+        f"{len(testset):,} terms in {len(lines):,} of test2016's {len(sources):,} sentences -> {args.output}"
+    )
+
+
+if __name__ == "__main__":
+    main()
