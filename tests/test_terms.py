@@ -131,3 +131,44 @@ def test_a_run_with_terms_holds_the_markers_and_annotates_its_training_sources(t
             annotated += 1
         assert TERM not in tgt
     assert annotated > 100
+
+
+def test_a_request_glossary_is_an_object_or_tab_separated_lines_and_a_bad_one_a_400() -> None:
+    from mt_cli.serve.errors import ApiError
+    from mt_cli.serve.parse import GLOSSARY_ENTRIES, parse_glossary
+
+    as_object = parse_glossary({"glossary": {"Hund": "hound"}}, "de", "en")
+    as_text = parse_glossary({"glossary": "# terms\nHund\thound\n"}, "de", "en")
+    assert as_object == as_text and as_object is not None and as_object.entries == {"Hund": ("hound",)}
+    assert hash(as_object) == hash(as_text)  # one batch and one cache for both
+    assert parse_glossary({}, "de", "en") is None and parse_glossary({"glossary": ""}, "de", "en") is None
+    for value, message in [
+        ("Hund\thound\nKatze cat", "invalid request: glossary line 2: 0 tabs"),
+        ({"Hund": 3}, "invalid request: glossary maps source terms to target terms, all strings"),
+        (["Hund"], "invalid request: glossary is an object of terms or a text of tab-separated lines"),
+        (
+            "a\tb\n" * (GLOSSARY_ENTRIES + 1),
+            f"invalid request: the glossary has {GLOSSARY_ENTRIES + 1} lines",
+        ),
+    ]:
+        with pytest.raises(ApiError) as caught:
+            parse_glossary({"glossary": value}, "de", "en")
+        assert caught.value.status == 400 and str(caught.value).startswith(message)
+
+
+def test_mt_serve_answers_a_glossary_for_a_model_without_terms_with_one_line_400(trained_run: Path) -> None:
+    import httpx
+    from helpers import start_server
+
+    server = start_server(trained_run)
+    try:
+        body = {"q": "Ein Hund.", "source": "de", "target": "en", "glossary": {"Hund": "hound"}}
+        answer = httpx.post(f"{server.url}/translate", json=body, timeout=60)
+        assert answer.status_code == 400
+        assert answer.json()["error"].startswith(
+            "invalid request: a glossary needs a model trained with data.terms"
+        )
+        plain = httpx.post(f"{server.url}/translate", json={**body, "glossary": {}}, timeout=60)
+        assert plain.status_code == 200
+    finally:
+        server.stop()

@@ -52,7 +52,7 @@ from mt_cli.errors import InputError
 from mt_cli.serve.access import Access
 from mt_cli.serve.errors import ApiError, show
 from mt_cli.serve.job import Job, Translating
-from mt_cli.serve.parse import check_encodable, parse_direction
+from mt_cli.serve.parse import check_encodable, parse_direction, parse_glossary
 
 FORM_OVERHEAD = 16 << 10  # bytes of a form beyond its file: the other fields and the part headers
 DISABLED = "Files translation are disabled on this server."  # LibreTranslate's words
@@ -277,15 +277,18 @@ def add_routes(
             raise ApiError(400, f"invalid request: file format not supported ({show(name)}); send {known}")
         if len(data) > max_size:
             raise ApiError(413, f"the file ({len(data)} bytes) is over this server's {max_size} bytes")
+        language = translating.scope.source if source == "auto" else source
+        glossary = parse_glossary(fields, language, target)
         try:  # checked before any work, as /translate does
-            options = engine.resolve(replace(server_options, tgt_lang=target))
+            options = engine.resolve(replace(server_options, tgt_lang=target)).with_glossary(glossary)
+            if glossary is not None:
+                engine.check_terms(options)
         except InputError as err:
             raise ApiError(400, f"invalid request: {err}") from None
 
         def read_as(languages: Sequence[str]) -> list[FileDocument]:
             return [read_file(data, form, languages[0], show(name))]
 
-        language = translating.scope.source if source == "auto" else source
         job = Job(read_as, (language,), source == "auto", target, "file")
         done = await translating.run(job, options, request.receive)
         [document], [sentences] = done.documents, done.hypotheses

@@ -23,6 +23,11 @@ through ``show``. The choices LibreTranslate leaves open:
   "" is 0) asks for N more translations of each text, which the answer lists as LibreTranslate
   does (``alternatives.py`` says how they are made); more than the server's limit is a 400, as in
   LibreTranslate, and so is a negative N (which LibreTranslate takes as 0).
+* ``glossary`` (mt's, not LibreTranslate's; /translate and /translate_file) gives terms the
+  translation must use: a JSON object of source term to target term, or a text of one term a
+  line, tab-separated, as ``mt translate --glossary`` reads a file (a form sends that). At most
+  ``GLOSSARY_ENTRIES`` terms; a bad line is a 400 naming it, and so is a glossary for a model
+  not trained with terms.
 """
 
 from __future__ import annotations
@@ -36,11 +41,14 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
 from mt_cli.documents.formats import DocumentFormat
+from mt_cli.errors import DataError
 from mt_cli.serve.errors import ApiError, show
 from mt_cli.serve.request import TranslateRequest
 from mt_cli.serve.scope import Scope
+from mt_cli.text.glossary import Glossary
 
 _INTEGER = re.compile(r"(-?)([0-9]+)")  # ASCII digits only: int() would also take "٣" and "1_0"
+GLOSSARY_ENTRIES = 10_000  # terms one request's glossary may hold
 _LONGEST = 18  # digits read of an integer: int() refuses past 4,300, and any limit is far below
 TEXT_FORMATS = (DocumentFormat.TEXT, DocumentFormat.HTML)  # /translate's, as LibreTranslate's
 
@@ -197,6 +205,31 @@ def _texts(fields: dict[str, Any], scope: Scope) -> tuple[list[str], bool]:
             400, f"invalid request: q has {chars} characters, over this server's {scope.max_chars}"
         )
     return texts, batch
+
+
+def parse_glossary(fields: dict[str, Any], source: str, target: str) -> Glossary | None:
+    """The request's ``glossary`` in the direction ``source`` -> ``target``; None without one."""
+    value = fields.get("glossary")
+    if value is None or value == "" or value == {}:
+        return None
+    if isinstance(value, dict):
+        if not all(isinstance(term, str) for pair in value.items() for term in pair):
+            raise ApiError(400, "invalid request: glossary maps source terms to target terms, all strings")
+        lines = [f"{term}\t{translation}" for term, translation in value.items()]
+    elif isinstance(value, str):
+        lines = value.splitlines()
+    else:
+        raise ApiError(
+            400, "invalid request: glossary is an object of terms or a text of tab-separated lines"
+        )
+    if len(lines) > GLOSSARY_ENTRIES:
+        raise ApiError(
+            400, f"invalid request: the glossary has {len(lines)} lines; at most {GLOSSARY_ENTRIES}"
+        )
+    try:
+        return Glossary.parse(lines, "glossary", source, target)
+    except DataError as err:
+        raise ApiError(400, f"invalid request: {err}") from None
 
 
 def _alternatives(fields: dict[str, Any], limit: int) -> int:

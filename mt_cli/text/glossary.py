@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,21 +98,42 @@ class Glossary:
     def read(cls, path: str | Path, src_lang: str, tgt_lang: str, several_targets: bool = False) -> Glossary:
         """The glossary in the file at ``path``; ``DataError`` naming the line for a line mt cannot
         read, or for a second target of one source term unless ``several_targets``."""
+        return cls.parse(read_lines(path), str(path), src_lang, tgt_lang, several_targets)
+
+    @classmethod
+    def parse(
+        cls, lines: Iterable[str], name: str, src_lang: str, tgt_lang: str, several_targets: bool = False
+    ) -> Glossary:
+        """The glossary of ``lines`` (a file's, or a request's), errors naming ``name`` and the line."""
         entries: dict[str, list[str]] = {}
-        for number, line in enumerate(read_lines(path), start=1):
+        for number, line in enumerate(lines, start=1):
             if not line.strip() or line.startswith("#"):
                 continue
-            source, target = _entry(line, f"{path} line {number}", src_lang, tgt_lang)
+            source, target = _entry(line, f"{name} line {number}", src_lang, tgt_lang)
             targets = entries.setdefault(source, [target])
             if target in targets:
                 continue
             if not several_targets:
                 raise DataError(
-                    f"{path} line {number}: {source!r} is already translated as {targets[0]!r} "
+                    f"{name} line {number}: {source!r} is already translated as {targets[0]!r} "
                     f"on an earlier line, not {target!r}; keep one"
                 )
             targets.append(target)
         return cls({source: tuple(targets) for source, targets in entries.items()}, src_lang, tgt_lang)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal terms in the same languages: two requests sending one glossary share a batch
+        and the server's cache."""
+        if not isinstance(other, Glossary):
+            return NotImplemented
+        return (self.src_lang, self.tgt_lang, self.entries) == (other.src_lang, other.tgt_lang, other.entries)
+
+    def __hash__(self) -> int:
+        return self._content_hash
+
+    @functools.cached_property
+    def _content_hash(self) -> int:  # only a server hashes a glossary (its batches' and cache's keys)
+        return hash((self.src_lang, self.tgt_lang, frozenset(self.entries.items())))
 
     def __len__(self) -> int:
         return len(self.entries)
