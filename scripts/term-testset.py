@@ -7,11 +7,12 @@
 The method (as Dinu et al. 2019 build theirs from Wiktionary and IATE): a dictionary term counts
 in a test2016 sentence where the German source holds it (``text.glossary``: folded, an inflected
 form matches, longest match first) and one of its dictionary translations is in the English
-reference (as a word, or with an English ending). The set is one line per (sentence, term):
-the 1-based line number, the source term and that translation, tab-separated; the glossary to
-translate it with is its terms. A translation uses a term exactly where it holds the target term
-as words (case-insensitive), and by lemma where each target word matches a word of the
-translation with an English ending cut ("dogs" uses "dog").
+reference (as a word, or with an English ending). The set is one line per (sentence, term): the
+1-based line number, the source term and that translation, tab-separated; a source term that the
+references translate in several ways keeps its most frequent one (the lines with another are
+left out), so that the set's terms are the glossary to translate it with. A translation uses a
+term exactly where it holds the target term as words (case-insensitive), and by lemma where each
+target word matches a word of the translation with an English ending cut ("dogs" uses "dog").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 from mt_cli.disk.reading import read_lines
@@ -27,6 +29,10 @@ from mt_cli.text.glossary import WORD, Glossary, lemma_candidates
 
 
 def build(dictionary: Glossary, sources: list[str], references: list[str]) -> list[tuple[int, str, str]]:
+    """(line, source term, target term) of each dictionary term whose translation the line's
+    reference holds; a source term the references translate in several ways keeps its most
+    frequent translation, and the lines with another are left out, so that the set's terms are
+    one glossary."""
     found = []
     for number, (source, reference) in enumerate(zip(sources, references, strict=True), start=1):
         forms = {form for word in WORD.findall(reference) for form in lemma_candidates(word, "en")}
@@ -34,7 +40,11 @@ def build(dictionary: Glossary, sources: list[str], references: list[str]) -> li
             held = next((term for term in match.targets if _held(forms, term)), None)
             if held is not None:
                 found.append((number, match.source, held))
-    return found
+    counts = Counter((term, target) for _, term, target in found)
+    chosen: dict[str, str] = {}
+    for (term, target), _ in counts.most_common():
+        chosen.setdefault(term, target)
+    return [(n, term, target) for n, term, target in found if chosen[term] == target]
 
 
 def _held(forms: set[str], term: str) -> bool:

@@ -1,0 +1,108 @@
+# From the repository root, with the term set of scripts/term-testset.py, a run of the recipe
+# without terms (BASE) and one with them (TERMS), trained side by side:
+#   python scripts/terms-eval.py --testset runs/terms/test2016.tsv --baseline BASE --terms TERMS \
+#       -o docs/logs/terms/results.json
+"""Term use, BLEU and speed of a model trained with terms (data.terms) against the same recipe
+without them, on test2016 and its term set, beam 5 (each run's own beam and length penalty).
+
+The glossary is the term set's terms (one target per source term). Reported for the baseline (no
+glossary: it cannot take one), the terms model without a glossary, and with it: the share of the
+set's terms the translation uses, exactly and by lemma (``term-testset.py``), BLEU and chrF on
+all of test2016 and BLEU on the sentences with a term, and sentences/s of each decode (one
+process after a warm-up; with and without the glossary on the same model, for the ratio).
+Guaranteed decoding (constrained beam search) is not built: its fields are null.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+import sacrebleu
+
+import mt_cli
+from mt_cli.config.options import TranslateOptions
+from mt_cli.disk.reading import read_lines
+from mt_cli.disk.resources import SHIPPED_MULTI30K
+from mt_cli.text.glossary import Glossary
+
+_spec = importlib.util.spec_from_file_location("term_testset", Path(__file__).with_name("term-testset.py"))
+term_testset = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(term_testset)  # type: ignore[union-attr]
+
+
+def decode(run: str, sources: list[str], glossary: Glossary | None) -> tuple[list[str], float]:
+    """The run's translations of ``sources`` and sentences/s (one process, after a warm-up)."""
+    model = mt_cli.load(run, device="cpu", processes=1, warn=lambda message: None)
+    options = TranslateOptions(glossary=glossary)
+    model.translate(sources[:64], options)
+    started = time.perf_counter()
+    texts = [t.text for t in model.translate(sources, options)]
+    return texts, len(sources) / (time.perf_counter() - started)
+
+
+def scores(texts: list[str], references: list[str], lines: list[int], testset: list) -> dict[str, float]:
+    subset = [n - 1 for n in lines]
+    return {
+        "bleu": round(sacrebleu.corpus_bleu(texts, [references]).score, 2),
+        "chrf": round(sacrebleu.corpus_chrf(texts, [references]).score, 2),
+        "bleu_term_sentences": round(
+            sacrebleu.corpus_bleu([texts[i] for i in subset], [[references[i] for i in subset]]).score, 2
+        ),
+        **{
+            f"term_use_{kind}": value
+            for kind, value in term_testset.use(testset, texts).items()
+            if kind != "terms"
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--testset", type=Path, required=True)
+    parser.add_argument("--baseline", required=True)
+    parser.add_argument("--terms", required=True)
+    parser.add_argument("-o", "--output", type=Path, required=True)
+    args = parser.parse_args()
+    sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
+    references = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.en.gz")
+    testset = [(int(n), s, t) for n, s, t in (line.split("\t") for line in read_lines(args.testset) if line)]
+    pairs = sorted({(s, t) for _, s, t in testset})
+    glossary = Glossary.parse([f"{s}\t{t}" for s, t in pairs], "glossary", "de", "en")
+    lines = sorted({n for n, _, _ in testset})
+    runs = {
+        "baseline": (args.baseline, None),
+        "append": (args.terms, None),
+        "append_glossary": (args.terms, glossary),
+    }
+    found: dict[str, dict[str, float]] = {}
+    for name, (run, given) in runs.items():
+        texts, rate = decode(run, sources, given)
+        found[name] = {**scores(texts, references, lines, testset), "sentences_per_s": round(rate, 1)}
+        print(name, json.dumps(found[name]), flush=True)
+    result = {
+        "testset": {"terms": len(testset), "sentences": len(lines), "glossary_entries": len(pairs)},
+        "runs": {"baseline": args.baseline, "terms": args.terms},
+        "term_use_baseline": found["baseline"]["term_use_exact"],
+        "term_use_append": found["append_glossary"]["term_use_exact"],
+        "term_use_guaranteed": None,
+        "bleu_baseline": found["baseline"]["bleu"],
+        "bleu_append": found["append_glossary"]["bleu"],
+        "bleu_append_no_glossary": found["append"]["bleu"],
+        "bleu_guaranteed": None,
+        "speed_ratio_glossary": round(
+            found["append_glossary"]["sentences_per_s"] / found["append"]["sentences_per_s"], 3
+        ),
+        "speed_ratio_guaranteed": None,
+        "decodes": found,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
