@@ -257,6 +257,10 @@ class CardEngine:
             raise InputError(
                 f"the glossary gives {glossary.tgt_lang} terms, but this translates into {options.tgt_lang}"
             )
+        if glossary is not None and options.align:
+            raise InputError(
+                "alignments with a glossary would count the words the glossary adds; ask for one"
+            )
 
     @property
     def knows_placeholders(self) -> bool:
