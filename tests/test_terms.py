@@ -172,3 +172,18 @@ def test_mt_serve_answers_a_glossary_for_a_model_without_terms_with_one_line_400
         assert plain.status_code == 200
     finally:
         server.stop()
+
+
+def test_a_missing_or_bad_term_dictionary_fails_before_the_tokenizers_train(tmp_path: Path) -> None:
+    from mt_cli.data.prepare import tokenizer_sample
+    from mt_cli.errors import DataError
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("Hund\tdog\nKatze cat\n", encoding="utf-8")
+    for path, message in [
+        (tmp_path / "absent.tsv", r"absent.tsv does not exist$"),
+        (bad, r"bad.tsv line 2: 0 tabs"),
+    ]:
+        cfg = load_config(CONFIGS / "tiny.yaml", [*FAST_TRAINING, f"data.terms={path}"])
+        with pytest.raises(DataError, match=rf"^data.terms: .*{message}"):
+            tokenizer_sample(cfg)

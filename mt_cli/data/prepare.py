@@ -8,6 +8,7 @@ corpus (``train.run``); this module loads, samples, encodes and filters, and rep
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -114,7 +115,9 @@ def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
     """At most ``tokenizer.sample_sentences`` training pairs, drawn uniformly in one pass over the
     stream (reservoir sampling) and kept in corpus order; a smaller corpus is taken whole. Several
     corpora are one stream, one after another; text that holds a tag of the run is refused here,
-    before a tokenizer learns from it."""
+    before a tokenizer learns from it, and so is a term dictionary (``data.terms``) mt cannot read."""
+    if cfg.data.terms is not None:  # read first: a bad dictionary fails before a tokenizer trains
+        terms_dictionary(cfg.data.terms, cfg.data.src_lang, cfg.data.tgt_lang)
     size = cfg.tokenizer.sample_sentences
     rng = random.Random(SAMPLE_SEED)
     reservoir: list[tuple[int, tuple[str, str]]] = []
@@ -154,7 +157,8 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
     if cfg.data.placeholders > 0:
         recipe["placeholders"] = cfg.data.placeholders
     if cfg.data.terms is not None:
-        recipe["terms"] = {"dictionary": file_sha256(Path(cfg.data.terms)), "share": cfg.data.terms_share}
+        dictionary = terms_dictionary(cfg.data.terms, entry.src_lang, entry.tgt_lang)
+        recipe["terms"] = {"dictionary": dictionary.fingerprint, "share": cfg.data.terms_share}
     if entry.translated:  # where its pairs came from: teacher runs, checkpoints, decoding
         recipe["origin"] = synthetic.resolve(entry).provenance()
     return recipe
@@ -230,13 +234,23 @@ def _with_placeholders(pairs: Iterable[Pair], share: float, index: int) -> Itera
             yield src, tgt
 
 
+@functools.lru_cache(maxsize=4)  # read once for the tokenizers' check, the recipe and the annotations
+def terms_dictionary(path: str, src_lang: str, tgt_lang: str) -> Glossary:
+    """The term dictionary of ``data.terms`` (several targets a term allowed); ``DataError`` naming
+    ``data.terms`` for a missing file or a line mt cannot read."""
+    try:
+        return Glossary.read(path, src_lang, tgt_lang, several_targets=True)
+    except DataError as err:
+        raise DataError(f"data.terms: {err}") from None
+
+
 def _with_terms(pairs: Iterable[Pair], cfg: Config, entry: CorpusConfig, index: int) -> Iterator[Pair]:
     """``pairs`` with their sources' dictionary terms annotated (``terms.for_training``) in a run
     with ``data.terms``, the same ones every time for corpus ``index``."""
     if cfg.data.terms is None:
         yield from pairs
         return
-    dictionary = Glossary.read(cfg.data.terms, entry.src_lang, entry.tgt_lang, several_targets=True)
+    dictionary = terms_dictionary(cfg.data.terms, entry.src_lang, entry.tgt_lang)
     rng = random.Random(TERMS_SEED + index)
     for src, tgt in pairs:
         if src is not None and tgt is not None:

@@ -21,6 +21,7 @@ microseconds for a sentence with no term in it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -130,6 +131,14 @@ class Glossary:
 
     def __hash__(self) -> int:
         return self._content_hash
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the languages and terms: equal for equal glossaries, whatever file held them."""
+        digest = hashlib.sha256(f"{self.src_lang}\t{self.tgt_lang}\n".encode())
+        for source, targets in sorted(self.entries.items()):
+            digest.update("\t".join((source, *targets)).encode() + b"\n")
+        return digest.hexdigest()
 
     @functools.cached_property
     def _content_hash(self) -> int:  # only a server hashes a glossary (its batches' and cache's keys)
