@@ -14,7 +14,7 @@ from mt_cli.config.options import TranslateOptions
 from mt_cli.config.recipe import load_config
 from mt_cli.decode.engine import CardEngine
 from mt_cli.decode.results import Hypothesis, Translation
-from mt_cli.text.placeholders import SYMBOLS, Restored, mask, restore, sprinkle, symbol
+from mt_cli.text.placeholders import SYMBOLS, Restored, mask, mask_pair, restore, sprinkle, symbol
 
 SENTENCE = "Hallo {{user.name}}, du hast %1$s neue Nachrichten: <x/> https://example.com/a?b=1."
 
@@ -83,6 +83,17 @@ def test_sprinkle_puts_the_same_symbols_in_order_on_both_sides() -> None:
         assert src_symbols == tgt_symbols == [symbol(i) for i in range(1, len(src_symbols) + 1)]
         assert 1 <= len(src_symbols) <= 3
         assert re.sub(r" ?<ph\d+>", "", src).strip() == "Ein Hund läuft über die Wiese ."
+
+
+def test_a_training_pair_holding_pieces_on_both_sides_gets_them_masked_alike() -> None:
+    source = "Öffne https://mt.example/a und {0}, dann {0}."
+    target = "Open {0} and https://mt.example/a, then {0}."
+    assert mask_pair(source, target) == (
+        "Öffne <ph1> und <ph2>, dann <ph3>.",
+        "Open <ph2> and <ph1>, then <ph3>.",
+    )
+    assert mask_pair(source, "Open it and {0}.") is None  # the reference lacks a piece
+    assert mask_pair("Ein Hund.", "A dog.") is None
 
 
 @dataclass

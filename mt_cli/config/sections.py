@@ -92,7 +92,7 @@ class DataConfig:
     target_tags: bool = False  # <2xx> before every source even with one target language
     # Share of training pairs given placeholder symbols (<ph1>, ...) at corresponding places, so
     # that the model learns to carry {{...}}, %s, URLs and the like (text.placeholders); over 0,
-    # both tokenizers hold the symbols.
+    # both tokenizers hold the symbols, and the pieces both sides of a pair hold are masked.
     placeholders: float = 0.0
     # A bilingual dictionary (source term, tab, target term a line; several lines may translate
     # one term) whose terms, where the reference has their translation, are annotated inline in

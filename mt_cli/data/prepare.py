@@ -224,11 +224,19 @@ def training_corpus(cfg: Config, parts: list[PreparedCorpus]) -> PreparedCorpus 
 
 
 def _with_placeholders(pairs: Iterable[Pair], share: float, index: int) -> Iterator[Pair]:
-    """``pairs`` with placeholder symbols put into ``share`` of them (``placeholders.sprinkle``),
-    the same ones every time for corpus ``index``."""
+    """``pairs`` with the placeholder pieces both sides hold masked (``placeholders.mask_pair``) and
+    symbols put into ``share`` of the others (``placeholders.sprinkle``), the same ones every time
+    for corpus ``index``."""
+    if share == 0:
+        yield from pairs
+        return
     rng = random.Random(PLACEHOLDER_SEED + index)
     for src, tgt in pairs:
-        if share > 0 and src is not None and tgt is not None and rng.random() < share:
+        if src is None or tgt is None:
+            yield src, tgt
+        elif (masked := placeholders.mask_pair(src, tgt)) is not None:
+            yield masked
+        elif rng.random() < share:
             yield placeholders.sprinkle(src, tgt, rng)
         else:
             yield src, tgt

@@ -11,8 +11,9 @@ the place its share of the source points to; a symbol written twice keeps its fi
 one the source never had is dropped (also from a line that had none). ``Restored.repairs``
 counts what was mended, so a caller can report it: nothing is lost or doubled silently.
 
-``sprinkle`` is the training side: it puts symbols into a training pair at corresponding places
-(the same share of each side's words), so that the model learns to carry them.
+``mask_pair`` and ``sprinkle`` are the training side: the first masks the pieces a training pair
+has on both sides (a URL in a source and in its reference), the second puts symbols into a pair at
+corresponding places (the same share of each side's words), so that the model learns to carry them.
 """
 
 from __future__ import annotations
@@ -123,6 +124,20 @@ def _inserted(text: str, piece: str, share: float, after: int) -> tuple[str, int
     at = min((bound for bound in bounds if bound >= after), key=lambda bound: abs(bound - share * len(text)))
     head = f"{text[:at]} " if text[:at] else ""
     return f"{head}{piece} {text[at:]}".rstrip(), len(head) + len(piece)
+
+
+def mask_pair(source: str, target: str) -> tuple[str, str] | None:
+    """A training pair with the placeholder pieces of its source masked on both sides, each piece
+    by the same symbol; None where the source has none, or the target does not hold each of them
+    as often as the source."""
+    masked = mask(source)
+    if not masked.pieces or any(target.count(piece) != masked.pieces.count(piece) for piece in masked.pieces):
+        return None
+    numbers: dict[str, list[int]] = {}
+    for number, piece in enumerate(masked.pieces, start=1):
+        numbers.setdefault(piece, []).append(number)
+    pattern = re.compile("|".join(re.escape(piece) for piece in sorted(numbers, key=len, reverse=True)))
+    return masked.text, pattern.sub(lambda found: symbol(numbers[found.group()].pop(0)), target)
 
 
 def sprinkle(source: str, target: str, rng: random.Random) -> tuple[str, str]:
