@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.cli.common import option
-from mt_cli.config.options import Sampling
+from mt_cli.config.options import GlossaryMode, Sampling
 from mt_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -56,6 +56,12 @@ GlossaryOption = option(
     "--glossary",
     help="A TSV file of terms (source term, tab, target term a line) the translation must use; "
     "needs a model trained with data.terms.",
+)
+GlossaryModeOption = option(
+    GlossaryMode,
+    "--glossary-mode",
+    help="append: the terms are told to the model in the source (a model trained with data.terms); "
+    "guarantee: also forced into every translation by constrained beam search (mt engine, any model).",
 )
 TranslateJsonOption = option(
     bool, "--json", help="One JSON object per line: source, text, score, alignment, n_best."

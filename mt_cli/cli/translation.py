@@ -23,6 +23,7 @@ from mt_cli.cli.common import (
 from mt_cli.cli.decoding import (
     AlignmentLayerOption,
     AlignOption,
+    GlossaryModeOption,
     GlossaryOption,
     PlaceholdersOption,
     SampleOption,
@@ -40,7 +41,7 @@ from mt_cli.cli.documents import (
     translated_documents,
 )
 from mt_cli.cli.engines import DEFAULT_MODEL, ModelChoice, opens_model
-from mt_cli.config.options import TranslateOptions
+from mt_cli.config.options import GlossaryMode, TranslateOptions
 from mt_cli.decode.engine import EngineKind
 from mt_cli.disk.files import AtomicTextOutput, check_output_path
 from mt_cli.disk.reading import check_input_file
@@ -108,6 +109,7 @@ def translate(
     form: FormatOption = None,
     placeholders: PlaceholdersOption = None,
     glossary: GlossaryOption = None,
+    glossary_mode: GlossaryModeOption = GlossaryMode.APPEND,
 ) -> None:
     """Translate text: one output line per input line, in order, written as each batch is done.
 
@@ -141,6 +143,7 @@ def translate(
         tgt_lang=tgt_lang,
         src_lang=src_lang,
         placeholders=placeholders,
+        glossary_mode=glossary_mode,
     )
     if choice.engine is not EngineKind.MT and attention is not None:
         raise InputError("--attention needs --engine mt")

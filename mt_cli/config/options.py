@@ -13,6 +13,7 @@ Free of torch: the search that samples is ``decode.sampling``.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol
@@ -57,6 +58,15 @@ class Sampling:
             )
 
 
+class GlossaryMode(str, enum.Enum):
+    """How a glossary's terms reach the translation: told to the model in the source (``append``,
+    a model trained with ``data.terms``), or also forced by constrained beam search
+    (``guarantee``, mt's engine, any of its models)."""
+
+    APPEND = "append"
+    GUARANTEE = "guarantee"
+
+
 class Terms(Protocol):
     """A user's glossary as translation uses it (``text.glossary.Glossary``; config never imports
     text): its languages, and the matches of its terms in a sentence."""
@@ -79,7 +89,8 @@ class TranslateOptions:
     ``tgt_lang``, knows the direction): a source carries no tag, so it selects nothing.
     ``placeholders``: hide ``{{...}}``, ``%s``, URLs and the like from the model and put them back
     after (``text.placeholders``); None: where the model was trained with them. ``glossary``: the
-    user's terms, annotated in the sources (``text.terms``) for a model trained with ``data.terms``.
+    user's terms, annotated in the sources (``text.terms``) for a model trained with ``data.terms``;
+    with ``glossary_mode`` guarantee also forced into the output (``decode.constrained``).
     """
 
     beam: int | None = None
@@ -93,6 +104,7 @@ class TranslateOptions:
     src_lang: str | None = None
     placeholders: bool | None = None
     glossary: Terms | None = None
+    glossary_mode: GlossaryMode = GlossaryMode.APPEND
     # True on what ``resolved`` returns (and ``without_scores`` of it), set on the instance as it is
     # made: not a field, so ``replace`` makes options to resolve anew and a recipe never holds it.
     _resolved: ClassVar[bool] = False
@@ -117,6 +129,8 @@ class TranslateOptions:
             raise OptionError(
                 "n_best", f"sampling draws one translation per line, not an n-best list of {self.n_best}"
             )
+        if self.glossary_mode is GlossaryMode.GUARANTEE and self.sampling is not None:
+            raise OptionError("glossary_mode", "guaranteed terms need a search, not sampling")
         if self.alignment_layer is not None and not self.align:
             raise OptionError("alignment_layer", "an alignment layer needs alignments (--align)")
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from mt_cli.config.card import ModelCard, target_language
-from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
+from mt_cli.config.options import DEFAULT_OPTIONS, GlossaryMode, TranslateOptions
 from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.errors import InputError
 from mt_cli.specials import UNK_ID
@@ -233,10 +233,14 @@ class CardEngine:
             return self._translated(lines, options, warn, first_line)
         hidden = [placeholders.mask(line) for line in lines] if masking else None
         texts = [masked.text for masked in hidden] if hidden is not None else list(lines)
-        if options.glossary is not None:
+        if options.glossary is None:
+            found = self._translated(texts, options, warn, first_line)
+        elif options.glossary_mode is GlossaryMode.GUARANTEE:
+            found = self._guaranteed(texts, options, warn, first_line)
+        else:
             self.check_terms(options)
             texts = [terms.with_glossary(text, options.glossary) for text in texts]
-        found = self._translated(texts, options.with_glossary(None), warn, first_line)
+            found = self._translated(texts, options.with_glossary(None), warn, first_line)
         if hidden is None:
             return [replace(translation, source=line) for translation, line in zip(found, lines)]
         return [
@@ -244,13 +248,51 @@ class CardEngine:
             for number, (translation, line, masked) in enumerate(zip(found, lines, hidden), start=first_line)
         ]
 
+    def _guaranteed(
+        self, texts: list[str], options: TranslateOptions, warn: Warn, first_line: int
+    ) -> list[Translation]:
+        """The texts translated so that each holds the target of every glossary term in it:
+        the terms also told in the source where the model was trained with them, and each
+        target forced by constrained beam search (``decode.constrained``)."""
+        glossary = options.glossary
+        if glossary is None:
+            raise ValueError("guaranteed terms need a glossary")
+        self.check_terms(options)
+        matches = [glossary.find(text) for text in texts]
+        constraints = [self.tgt_tok.encode([match.target for match in found]) for found in matches]
+        if terms.TERM in self.src_tok.tags:
+            texts = [
+                terms.annotated(text, [(m, m.target) for m in found]) for text, found in zip(texts, matches)
+            ]
+        return self._constrained(texts, options.with_glossary(None), warn, first_line, constraints)
+
+    def _constrained(
+        self,
+        lines: Sequence[str],
+        options: TranslateOptions,
+        warn: Warn,
+        first_line: int,
+        constraints: list[list[list[int]]],
+    ) -> list[Translation]:
+        """``_translated``, each line's hypotheses holding its ``constraints`` (target token ids):
+        an engine that can (``guarantees_terms``) overrides it."""
+        raise NotImplementedError
+
+    guarantees_terms = False  # whether ``_constrained`` forces terms: constrained beam search is mt's
+
     def check_terms(self, options: TranslateOptions) -> None:
-        """An ``InputError`` unless the model was trained to take terms (``data.terms``) and the
-        glossary of resolved ``options`` is in the languages they translate."""
-        if terms.TERM not in self.src_tok.tags:
+        """An ``InputError`` unless the glossary of resolved ``options`` is in the languages they
+        translate, the engine can guarantee its terms where asked, and, where they are only told
+        in the source (append mode), the model was trained to take them (``data.terms``)."""
+        if options.glossary_mode is GlossaryMode.GUARANTEE and not self.guarantees_terms:
+            raise InputError(
+                "--glossary-mode guarantee needs mt's engine (--engine mt): constrained beam search is mt's"
+            )
+        if options.glossary_mode is GlossaryMode.APPEND and terms.TERM not in self.src_tok.tags:
             raise InputError(
                 "a glossary needs a model trained with data.terms (its source tokenizer has no "
-                f"{terms.TERM} symbol): train one with a dictionary, e.g. configs/multi30k-terms.yaml"
+                f"{terms.TERM} symbol): train one with a dictionary, e.g. configs/multi30k-terms.yaml, "
+                "or force the terms with --glossary-mode guarantee"
             )
         glossary = options.glossary
         if glossary is not None and glossary.tgt_lang != options.tgt_lang:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -22,6 +23,7 @@ from mt_cli.data.batch import pad_sources, source_ids
 from mt_cli.data.sampler import fill_batches
 from mt_cli.decode import search
 from mt_cli.decode.alignment import attention_matrix, word_alignment
+from mt_cli.decode.constrained import constrained_beam_search, holds
 from mt_cli.decode.engine import (
     CardEngine,
     Warn,
@@ -156,6 +158,43 @@ class Translator(CardEngine):
         for group, hyps in zip(groups, self._decode_batches(batches)):
             for index, line_hyps in zip(group, hyps):
                 found[index] = line_hyps
+        return self._translations(lines, sources, found, options)
+
+    guarantees_terms = True
+
+    def _constrained(
+        self,
+        lines: Sequence[str],
+        options: TranslateOptions,
+        warn: Warn,
+        first_line: int,
+        constraints: list[list[list[int]]],
+    ) -> list[Translation]:
+        """``_translated`` by constrained beam search: each line's hypotheses hold its
+        ``constraints``; a line whose best misses one (its length limit came first) is named in
+        a warning."""
+        sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
+        found: list[list[Found]] = [[Found([], 0.0)] for _ in sources]
+        groups = self.batches(sources, options.beam_size)
+        batches = [
+            ([sources[i] for i in group], options, [lines[i] for i in group], [constraints[i] for i in group])
+            for group in groups
+        ]
+        for group, hyps in zip(groups, self._decode_batches(batches)):
+            for index, line_hyps in zip(group, hyps):
+                found[index] = line_hyps
+                if not all(holds(line_hyps[0].tokens, term) for term in constraints[index]):
+                    warn(f"line {first_line + index}: the length limit came before every glossary term")
+        return self._translations(lines, sources, found, options)
+
+    def _translations(
+        self,
+        lines: Sequence[str],
+        sources: list[list[int]],
+        found: list[list[Found]],
+        options: TranslateOptions,
+    ) -> list[Translation]:
+        """The ``Translation`` of each line from its source ids and the hypotheses found."""
         alignments = (
             self._hypothesis_alignments(sources, found, options.alignment_layer, options.tgt_lang)
             if options.align
@@ -179,9 +218,7 @@ class Translator(CardEngine):
             for i, (line, hyps) in enumerate(zip(lines, found))
         ]
 
-    def _decode_batches(
-        self, batches: list[tuple[list[list[int]], TranslateOptions, list[str]]]
-    ) -> list[list[list[Found]]]:
+    def _decode_batches(self, batches: Sequence[tuple[Any, ...]]) -> list[list[list[Found]]]:
         """``_decode_batch`` of each batch, in order: in worker processes when there is more than one
         batch and ``processes`` allows; a line's result is the same either way (tests/test_processes.py)."""
         processes = default_processes(self.device) if self.processes is None else self.processes
@@ -192,13 +229,23 @@ class Translator(CardEngine):
         return self._pool.map(batches)
 
     def _decode_batch(
-        self, sources: list[list[int]], options: TranslateOptions, lines: list[str]
+        self,
+        sources: list[list[int]],
+        options: TranslateOptions,
+        lines: list[str],
+        constraints: list[list[list[int]]] | None = None,
     ) -> list[list[Found]]:
-        """The hypotheses of one batch of source ids (with EOS) of ``lines``."""
+        """The hypotheses of one batch of source ids (with EOS) of ``lines``; with ``constraints``
+        (each line's target terms, as ids) by constrained beam search."""
         src, src_mask = self._padded(sources)
         dec = self.card.decode
-        searches = search.ModelSearches(self.model, src, src_mask, dec.max_len_a, dec.max_len_b, lines)
         with autocast(self.device, self.dtype), no_cycle_collection():
+            if constraints is not None:
+                return constrained_beam_search(
+                    self.model, src, src_mask, constraints, options.beam_size, options.alpha,
+                    dec.max_len_a, dec.max_len_b, options.n_best,
+                ).found  # fmt: skip
+            searches = search.ModelSearches(self.model, src, src_mask, dec.max_len_a, dec.max_len_b, lines)
             return search.run_search(options, searches)
 
     def _hypothesis_alignments(
