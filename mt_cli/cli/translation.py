@@ -151,6 +151,10 @@ def translate(
         from mt_cli.decode.ctranslate2 import NO_ALIGNMENT
 
         raise InputError(NO_ALIGNMENT)
+    if choice.engine is not EngineKind.MT and glossary_mode is GlossaryMode.GUARANTEE:  # the same
+        from mt_cli.decode.engine import NEEDS_MT
+
+        raise InputError(NEEDS_MT)
     if output_file is None:
         standard_stream("stdout")
     if text is None and input_file is None:

@@ -219,8 +219,8 @@ def _by_banks(
 
 def _results(finished: list[list[tuple[bool, Found]]], n_best: int) -> Constrained:
     """Each sentence's ``n_best``: those holding every constraint first, each group by score."""
-    found = [
-        [hyp for _, hyp in sorted(hyps, key=lambda h: (not h[0], -h[1].score))][:n_best] for hyps in finished
-    ]
-    misses = sum(1 for hyps in finished if hyps and not min(hyps, key=lambda h: (not h[0], -h[1].score))[0])
-    return Constrained(found, misses)
+    ranked = [sorted(hyps, key=lambda h: (not h[0], -h[1].score)) for hyps in finished]
+    return Constrained(
+        [[hyp for _, hyp in hyps[:n_best]] for hyps in ranked],
+        [bool(hyps) and not hyps[0][0] for hyps in ranked],
+    )

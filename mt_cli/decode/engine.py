@@ -34,6 +34,9 @@ from mt_cli.text.tokenizer import Tokenizer
 Warn = Callable[[str], None]  # hears of each line cut to the model's positions
 
 
+NEEDS_MT = "--glossary-mode guarantee needs mt's engine (--engine mt): constrained beam search is mt's"
+
+
 def ignore(message: str) -> None:
     """The default ``warn``: say nothing."""
 
@@ -285,9 +288,7 @@ class CardEngine:
         translate, the engine can guarantee its terms where asked, and, where they are only told
         in the source (append mode), the model was trained to take them (``data.terms``)."""
         if options.glossary_mode is GlossaryMode.GUARANTEE and not self.guarantees_terms:
-            raise InputError(
-                "--glossary-mode guarantee needs mt's engine (--engine mt): constrained beam search is mt's"
-            )
+            raise InputError(NEEDS_MT)
         if options.glossary_mode is GlossaryMode.APPEND and terms.TERM not in self.src_tok.tags:
             raise InputError(
                 "a glossary needs a model trained with data.terms (its source tokenizer has no "
