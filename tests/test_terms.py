@@ -103,7 +103,8 @@ def test_mt_translate_glossary_with_a_model_without_terms_is_one_line_and_exit_2
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
         "error: a glossary needs a model trained with data.terms (its source tokenizer has no <term> "
-        "symbol): train one with a dictionary, e.g. configs/multi30k-terms.yaml"
+        "symbol): train one with a dictionary, e.g. configs/multi30k-terms.yaml, or force the terms "
+        "with --glossary-mode guarantee"
     ]
     glossary.write_text("Hund\thound\nKatze cat\n", encoding="utf-8")
     done = subprocess.run(

@@ -152,7 +152,7 @@ def translate(
 
         raise InputError(NO_ALIGNMENT)
     if choice.engine is not EngineKind.MT and glossary_mode is GlossaryMode.GUARANTEE:  # the same
-        from mt_cli.decode.engine import NEEDS_MT
+        from mt_cli.decode.protected import NEEDS_MT
 
         raise InputError(NEEDS_MT)
     if output_file is None:

@@ -19,22 +19,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, Protocol
 
 from mt_cli.config.card import ModelCard, target_language
-from mt_cli.config.options import DEFAULT_OPTIONS, GlossaryMode, TranslateOptions
+from mt_cli.config.options import DEFAULT_OPTIONS, TranslateOptions
+from mt_cli.decode import protected
 from mt_cli.decode.results import Alignment, Score, Translation
 from mt_cli.errors import InputError
-from mt_cli.specials import UNK_ID
-from mt_cli.text import placeholders, terms
 from mt_cli.text.tags import translation_prefix
 from mt_cli.text.tokenizer import Tokenizer
 
 Warn = Callable[[str], None]  # hears of each line cut to the model's positions
-
-
-NEEDS_MT = "--glossary-mode guarantee needs mt's engine (--engine mt): constrained beam search is mt's"
 
 
 def ignore(message: str) -> None:
@@ -227,47 +222,8 @@ class CardEngine:
         warn: Warn = ignore,
         first_line: int = 1,
     ) -> list[Translation]:
-        """The lines' translations; placeholders hidden from the model and put back when the
-        options ask for it or, by default, when the model was trained with them; the glossary's
-        terms annotated in the sources (a model trained with ``data.terms``)."""
-        options = self.resolve(options)
-        masking = self.knows_placeholders if options.placeholders is None else options.placeholders
-        if not masking and options.glossary is None:
-            return self._translated(lines, options, warn, first_line)
-        hidden = [placeholders.mask(line) for line in lines] if masking else None
-        texts = [masked.text for masked in hidden] if hidden is not None else list(lines)
-        if options.glossary is None:
-            found = self._translated(texts, options, warn, first_line)
-        elif options.glossary_mode is GlossaryMode.GUARANTEE:
-            found = self._guaranteed(texts, options, warn, first_line)
-        else:
-            self.check_terms(options)
-            texts = [terms.with_glossary(text, options.glossary) for text in texts]
-            found = self._translated(texts, options.with_glossary(None), warn, first_line)
-        if hidden is None:
-            return [replace(translation, source=line) for translation, line in zip(found, lines)]
-        return [
-            _unmasked(translation, line, masked, warn, number)
-            for number, (translation, line, masked) in enumerate(zip(found, lines, hidden), start=first_line)
-        ]
-
-    def _guaranteed(
-        self, texts: list[str], options: TranslateOptions, warn: Warn, first_line: int
-    ) -> list[Translation]:
-        """The texts translated so that each holds the target of every glossary term in it:
-        the terms also told in the source where the model was trained with them, and each
-        target forced by constrained beam search (``decode.constrained``)."""
-        glossary = options.glossary
-        if glossary is None:
-            raise ValueError("guaranteed terms need a glossary")
-        self.check_terms(options)
-        matches = [glossary.find(text) for text in texts]
-        constraints = [self.tgt_tok.encode([match.target for match in found]) for found in matches]
-        if terms.TERM in self.src_tok.tags:
-            texts = [
-                terms.annotated(text, [(m, m.target) for m in found]) for text, found in zip(texts, matches)
-            ]
-        return self._constrained(texts, options.with_glossary(None), warn, first_line, constraints)
+        """The lines' translations, with the user's placeholders and glossary (``protected``)."""
+        return protected.translate(self, lines, self.resolve(options), warn, first_line)
 
     def _constrained(
         self,
@@ -284,33 +240,7 @@ class CardEngine:
     guarantees_terms = False  # whether ``_constrained`` forces terms: constrained beam search is mt's
 
     def check_terms(self, options: TranslateOptions) -> None:
-        """An ``InputError`` unless the glossary of resolved ``options`` is in the languages they
-        translate, the engine can guarantee its terms where asked, and, where they are only told
-        in the source (append mode), the model was trained to take them (``data.terms``)."""
-        if options.glossary_mode is GlossaryMode.GUARANTEE and not self.guarantees_terms:
-            raise InputError(NEEDS_MT)
-        if options.glossary_mode is GlossaryMode.APPEND and terms.TERM not in self.src_tok.tags:
-            raise InputError(
-                "a glossary needs a model trained with data.terms (its source tokenizer has no "
-                f"{terms.TERM} symbol): train one with a dictionary, e.g. configs/multi30k-terms.yaml, "
-                "or force the terms with --glossary-mode guarantee"
-            )
-        glossary = options.glossary
-        if glossary is not None and glossary.tgt_lang != options.tgt_lang:
-            raise InputError(
-                f"the glossary gives {glossary.tgt_lang} terms, but this translates into {options.tgt_lang}"
-            )
-        if glossary is not None and options.align:
-            raise InputError(
-                "alignments with a glossary would count the words the glossary adds; ask for one"
-            )
-
-    @property
-    def knows_placeholders(self) -> bool:
-        """Whether the model was trained with placeholders (``data.placeholders``): both its
-        tokenizers hold their symbols."""
-        first = placeholders.symbol(1)
-        return first in self.src_tok.tags and self.tgt_tok.piece_id(first) != UNK_ID
+        protected.check_terms(self, options)
 
     def translate_lines(
         self, lines: Sequence[str], options: TranslateOptions = DEFAULT_OPTIONS, warn: Warn = ignore
@@ -385,23 +315,6 @@ class CardEngine:
         """Word alignments of each (source, target) of ``_pair_pieces`` (``tags``: the target tag
         pieces before each source, which align to nothing). Each engine's own."""
         raise NotImplementedError
-
-
-def _unmasked(
-    translation: Translation, line: str, masked: placeholders.Masked, warn: Warn, number: int
-) -> Translation:
-    """``translation`` of ``masked`` with its placeholders back, as the translation of ``line``;
-    a warning naming the line where some had to be mended."""
-    hypotheses = []
-    for hypothesis in translation.hypotheses:
-        restored = placeholders.restore(hypothesis.text, masked)
-        if restored.repairs and hypothesis is translation.hypotheses[0]:
-            warn(
-                f"line {number}: {restored.repairs} placeholder symbols of the translation lost, doubled "
-                f"or unknown; each of the line's {len(masked.pieces)} placeholders is put back once"
-            )
-        hypotheses.append(replace(hypothesis, text=restored.text))
-    return replace(translation, source=line, hypotheses=tuple(hypotheses))
 
 
 def check_pairs(sources: Sequence[str], targets: Sequence[str]) -> None:
