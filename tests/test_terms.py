@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import CONFIGS, FAST_TRAINING, quiet
 
-from mt_cli.config.options import TranslateOptions
+from mt_cli.config.options import GlossaryMode, TranslateOptions
 from mt_cli.config.recipe import load_config
 from mt_cli.decode.engine import CardEngine
 from mt_cli.decode.results import Hypothesis, Translation
@@ -138,11 +138,15 @@ def test_a_request_glossary_is_an_object_or_tab_separated_lines_and_a_bad_one_a_
     from mt_cli.serve.errors import ApiError
     from mt_cli.serve.parse import GLOSSARY_ENTRIES, parse_glossary
 
-    as_object = parse_glossary({"glossary": {"Hund": "hound"}}, "de", "en")
-    as_text = parse_glossary({"glossary": "# terms\nHund\thound\n"}, "de", "en")
+    as_object, mode = parse_glossary({"glossary": {"Hund": "hound"}}, "de", "en")
+    as_text, _ = parse_glossary({"glossary": "# terms\nHund\thound\n", "glossary_mode": "append"}, "de", "en")
     assert as_object == as_text and as_object is not None and as_object.entries == {"Hund": ("hound",)}
     assert hash(as_object) == hash(as_text)  # one batch and one cache for both
-    assert parse_glossary({}, "de", "en") is None and parse_glossary({"glossary": ""}, "de", "en") is None
+    assert mode is GlossaryMode.APPEND
+    assert parse_glossary({"glossary_mode": "guarantee"}, "de", "en") == (None, GlossaryMode.GUARANTEE)
+    assert (
+        parse_glossary({}, "de", "en")[0] is None and parse_glossary({"glossary": ""}, "de", "en")[0] is None
+    )
     for value, message in [
         ("Hund\thound\nKatze cat", "invalid request: glossary line 2: 0 tabs"),
         ({"Hund": 3}, "invalid request: glossary maps source terms to target terms, all strings"),
@@ -155,6 +159,8 @@ def test_a_request_glossary_is_an_object_or_tab_separated_lines_and_a_bad_one_a_
         with pytest.raises(ApiError) as caught:
             parse_glossary({"glossary": value}, "de", "en")
         assert caught.value.status == 400 and str(caught.value).startswith(message)
+    with pytest.raises(ApiError, match=r"glossary_mode always is not one of append, guarantee"):
+        parse_glossary({"glossary_mode": "always"}, "de", "en")
 
 
 def test_mt_serve_answers_a_glossary_for_a_model_without_terms_with_one_line_400(trained_run: Path) -> None:

@@ -161,12 +161,14 @@ class TranslateOptions:
         unscored = replace(self, scores=False)
         return _marked_resolved(unscored) if self.is_resolved else unscored
 
-    def with_glossary(self, glossary: Terms | None) -> TranslateOptions:
-        """These options with ``glossary`` (None: without one), resolved if these were: a glossary
-        is read once the languages are known, and the sources it annotated decode without it."""
-        if glossary is self.glossary:
+    def with_glossary(self, glossary: Terms | None, mode: GlossaryMode | None = None) -> TranslateOptions:
+        """These options with ``glossary`` (None: without one) and its ``mode`` (None: as it is),
+        resolved if these were: a glossary is read once the languages are known, and the sources
+        it annotated decode without it."""
+        mode = self.glossary_mode if mode is None else mode
+        if glossary is self.glossary and mode is self.glossary_mode:
             return self
-        changed = replace(self, glossary=glossary)
+        changed = replace(self, glossary=glossary, glossary_mode=mode)
         return _marked_resolved(changed) if self.is_resolved else changed
 
     @property

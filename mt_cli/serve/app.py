@@ -170,11 +170,10 @@ def _add_api_routes(
     ) -> dict[str, Any]:
         asked = parse.parse_translate(fields, replace(scope, max_chars=caller.char_limit))
         target = asked.target or scope.target
-        glossary = parse.parse_glossary(fields, asked.languages[0], target)
+        glossary, mode = parse.parse_glossary(fields, asked.languages[0], target)
         try:  # checked before it is queued: options the engine cannot decode with are the client's
-            options = engine.resolve(asked.options(settings.options, engine.beam_size)).with_glossary(
-                glossary
-            )
+            options = engine.resolve(asked.options(settings.options, engine.beam_size))
+            options = options.with_glossary(glossary, mode)
             if glossary is not None:
                 engine.check_terms(options)
         except InputError as err:

@@ -278,9 +278,9 @@ def add_routes(
         if len(data) > max_size:
             raise ApiError(413, f"the file ({len(data)} bytes) is over this server's {max_size} bytes")
         language = translating.scope.source if source == "auto" else source
-        glossary = parse_glossary(fields, language, target)
+        glossary, mode = parse_glossary(fields, language, target)
         try:  # checked before any work, as /translate does
-            options = engine.resolve(replace(server_options, tgt_lang=target)).with_glossary(glossary)
+            options = engine.resolve(replace(server_options, tgt_lang=target)).with_glossary(glossary, mode)
             if glossary is not None:
                 engine.check_terms(options)
         except InputError as err:

@@ -27,7 +27,8 @@ through ``show``. The choices LibreTranslate leaves open:
   translation must use: a JSON object of source term to target term, or a text of one term a
   line, tab-separated, as ``mt translate --glossary`` reads a file (a form sends that). At most
   ``GLOSSARY_ENTRIES`` terms; a bad line is a 400 naming it, and so is a glossary for a model
-  not trained with terms.
+  not trained with terms. ``glossary_mode`` ``guarantee`` forces the terms into the translation
+  (constrained beam search, mt's engine), as ``mt translate --glossary-mode guarantee`` does.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
+from mt_cli.config.options import GlossaryMode
 from mt_cli.documents.formats import DocumentFormat
 from mt_cli.errors import DataError
 from mt_cli.serve.errors import ApiError, show
@@ -207,8 +209,23 @@ def _texts(fields: dict[str, Any], scope: Scope) -> tuple[list[str], bool]:
     return texts, batch
 
 
-def parse_glossary(fields: dict[str, Any], source: str, target: str) -> Glossary | None:
-    """The request's ``glossary`` in the direction ``source`` -> ``target``; None without one."""
+def parse_glossary(fields: dict[str, Any], source: str, target: str) -> tuple[Glossary | None, GlossaryMode]:
+    """The request's ``glossary`` in the direction ``source`` -> ``target`` (None without one) and
+    its ``glossary_mode``."""
+    return _glossary(fields, source, target), _glossary_mode(fields)
+
+
+def _glossary_mode(fields: dict[str, Any]) -> GlossaryMode:
+    value = fields.get("glossary_mode")
+    if value is None or value == "":
+        return GlossaryMode.APPEND
+    modes = ", ".join(mode.value for mode in GlossaryMode)
+    if not isinstance(value, str) or value not in {mode.value for mode in GlossaryMode}:
+        raise ApiError(400, f"invalid request: glossary_mode {show(str(value))} is not one of {modes}")
+    return GlossaryMode(value)
+
+
+def _glossary(fields: dict[str, Any], source: str, target: str) -> Glossary | None:
     value = fields.get("glossary")
     if value is None or value == "" or value == {}:
         return None
