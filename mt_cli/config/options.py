@@ -13,6 +13,7 @@ Free of torch: the search that samples is ``decode.sampling``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass, replace
@@ -171,6 +172,19 @@ class TranslateOptions:
         changed = replace(self, glossary=glossary, glossary_mode=mode)
         return _marked_resolved(changed) if self.is_resolved else changed
 
+    def record(self) -> dict[str, Any]:
+        """These options as data (a synthetic corpus's key and provenance): every field but those
+        mt added later at their defaults, so that an existing corpus's key stays what it was."""
+        data = dataclasses.asdict(self)
+        for name, default in _LATER_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        if "glossary_mode" in data:
+            data["glossary_mode"] = self.glossary_mode.value
+        if "glossary" in data:
+            data["glossary"] = getattr(self.glossary, "fingerprint", str(self.glossary))
+        return data
+
     @property
     def is_resolved(self) -> bool:
         """Whether a model filled these in and checked them (``resolved``): they pass on as they are."""
@@ -189,6 +203,14 @@ class TranslateOptions:
         if self.length_penalty is None:
             raise ValueError("options not resolved: the length penalty is the card's")
         return self.length_penalty
+
+
+# Fields added after synthetic corpora were first keyed by their options, and their defaults.
+_LATER_DEFAULTS: dict[str, Any] = {
+    "placeholders": None,
+    "glossary": None,
+    "glossary_mode": GlossaryMode.APPEND,
+}
 
 
 def _marked_resolved(options: TranslateOptions) -> TranslateOptions:

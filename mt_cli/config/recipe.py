@@ -8,6 +8,7 @@ naming the key.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import typing
 from pathlib import Path
 from typing import Any
@@ -83,10 +84,13 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
-    """Plain YAML-ready data (tuples become lists) that ``config_from_dict`` or ``card_from_dict`` reads."""
+    """Plain YAML-ready data (tuples become lists, enums their values) that ``config_from_dict`` or
+    ``card_from_dict`` reads."""
 
     def plain(value: Any) -> Any:
-        if isinstance(value, tuple):
+        if isinstance(value, enum.Enum):
+            return value.value
+        if isinstance(value, (tuple, list)):
             return [plain(v) for v in value]
         if isinstance(value, dict):
             return {key: plain(v) for key, v in value.items()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 import types
 import typing
 from typing import Any, Literal
@@ -65,6 +66,13 @@ def coerce(value: Any, hint: Any, key: str) -> Any:
         return coerce(value, inner[0], key)
     if dataclasses.is_dataclass(hint):  # an optional section, e.g. a model card's parent
         return build(hint, value, prefix=f"{key}.")
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        choices = [member.value for member in hint]
+        if value not in choices:
+            raise ConfigError(f"{key}={value!r} is not valid; choose one of {', '.join(map(str, choices))}")
+        return hint(value)
+    if isinstance(hint, type) and getattr(hint, "_is_protocol", False):  # a live object (a glossary)
+        raise ConfigError(f"{key} is given to a translation, not written in a recipe")
     if origin is Literal:
         if isinstance(value, bool):  # YAML 1.1 reads a bare off/on as a boolean
             value = "on" if value else "off"

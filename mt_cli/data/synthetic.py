@@ -12,7 +12,7 @@ translation scored under the entry's ``min_score``.
 A synthetic corpus lives in ``CACHE/<key>/`` (CACHE: the entry's ``cache_dir``, or ``synthetic/``
 in the teacher's first run), where the key hashes everything the translations depend on: every
 teacher checkpoint's bytes (SHA-256), the engine, the text files' bytes, ``train_limit``, the
-languages and the decoding (the entry's ``TranslateOptions``, as ``dataclasses.asdict`` spells
+languages and the decoding (the entry's ``TranslateOptions``, as ``TranslateOptions.record`` spells
 them; None: the run's own). Any run that asks for the same translations reuses it; a changed
 teacher gets a new one. The directory holds::
 
@@ -103,7 +103,7 @@ class Synthetic:
             "engine": self.engine,
             "text_sha256": list(self.text_sha256),
             "languages": list(self.languages),
-            "decoding": dataclasses.asdict(self.options),
+            "decoding": self.options.record(),
             "train_limit": self.train_limit,
         }
 

@@ -5,7 +5,6 @@ text's order, and their provenance, built under a temporary name and renamed int
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -54,7 +53,7 @@ def _provenance(
             {"file": str(path), "sha256": sha} for path, sha in zip(made.text, made.text_sha256, strict=True)
         ],
         "train_limit": made.train_limit,
-        "decoding": dataclasses.asdict(options),  # resolved: the run's beam and length penalty
+        "decoding": options.record(),  # resolved: the run's beam and length penalty
         "lines": totals.lines,
         "pairs": totals.pairs,  # lines times the n-best list
         "cut": totals.cut,  # lines longer than the model's positions, translated from their start
