@@ -2,16 +2,19 @@
 constrained decoding with banks, as Post and Vilar's dynamic beam allocation (2018) and its
 vectorised form in fairseq (Hu et al. 2019).
 
-Each hypothesis knows which of its sentence's constraints it has written (``_State``) and how far
-it is into one it has begun. Each step its sentence's candidates are the best 2k extensions, as
-in ``search.beam_search``, and for every hypothesis the next token of the constraint it is in, or
-the first token of each it has not written: a hypothesis can always step towards its
-constraints. The k kept are taken from banks by progress (constraint tokens written), best first
-in each, one bank after the other from the most advanced, so that hypotheses that wrote more of
-the constraints are not crowded out by likelier ones that wrote less. A hypothesis ends (EOS)
-only once it holds every constraint; at the sentence's length limit it ends anyway, and that
-hypothesis is a miss (``Constrained.missed``), ranked after every one that holds them. A sentence
-without constraints is searched exactly as ``search.beam_search`` searches it.
+Each hypothesis knows which of its sentence's constraints it has written (``_State``) and how
+far it is into one it has begun. Each step its sentence's candidates are the best 2k extensions,
+as in ``search.beam_search``, and for every hypothesis the next token of the constraint it is
+in, or the first token of each it has not written: a hypothesis can always step towards its
+constraints. A constraint begun is written whole: where a hypothesis could leave one half-way,
+every "snow" in a sentence counted towards "snowmobile" and the search filled the beam with them
+(on test2016 with its term set: 1 BLEU less, and slower). The k kept are taken from banks by
+progress (constraint tokens written), best first in each, one bank after the other from the most
+advanced, so that hypotheses that wrote more of the constraints are not crowded out by likelier
+ones that wrote less. A hypothesis ends (EOS) only once it holds every constraint; at the
+sentence's length limit it ends anyway, and that hypothesis is a miss (``Constrained.missed``),
+ranked after every one that holds them. A sentence without constraints is searched exactly as
+``search.beam_search`` searches it.
 """
 
 from __future__ import annotations
@@ -179,13 +182,15 @@ def _step_sentence(
 ) -> list[tuple[float, int, int, _State]] | None:
     """One sentence's step: the hypotheses that end (EOS within its best k candidates, holding
     every constraint or at the length limit) join ``finished``; the k that go on, as (score,
-    row, token, state) best first, or None when fewer than k can."""
+    row, token, state) best first, or None when none can."""
     distinct = {(row, token): score for score, row, token in candidates if score > float("-inf")}
     ranked = sorted(distinct.items(), key=lambda item: -item[1])
     at_limit = all(token == EOS_ID for (_, token), _ in ranked)  # only EOS is left: the limit
     going: list[tuple[float, int, int, _State, int]] = []
     for rank, ((row, token), score) in enumerate(ranked):
         state = states[row]
+        if state.partial is not None and token != state.next_tokens(constraints)[0]:
+            continue  # a term begun is written whole
         if token == EOS_ID:
             complete = state.complete(constraints)
             if rank < k and (complete or at_limit):
@@ -195,7 +200,11 @@ def _step_sentence(
         after = state.after(token, constraints)
         going.append((score, row, token, after, after.progress(constraints)))
     chosen = _by_banks(going, k)
-    return None if len(chosen) < k else [(score, row, token, state) for score, row, token, state, _ in chosen]
+    if not chosen:
+        return None
+    # Fewer than k can go on (each begun term allows one token): the rest are -inf copies, never kept.
+    chosen += [(float("-inf"), *chosen[-1][1:])] * (k - len(chosen))
+    return [(score, row, token, state) for score, row, token, state, _ in chosen]
 
 
 def _by_banks(
@@ -219,7 +228,10 @@ def _by_banks(
 
 def _results(finished: list[list[tuple[bool, Found]]], n_best: int) -> Constrained:
     """Each sentence's ``n_best``: those holding every constraint first, each group by score."""
-    ranked = [sorted(hyps, key=lambda h: (not h[0], -h[1].score)) for hyps in finished]
+    ranked = [
+        sorted(hyps, key=lambda h: (not h[0], -h[1].score)) or [(False, Found([], float("-inf")))]
+        for hyps in finished
+    ]
     return Constrained(
         [[hyp for _, hyp in hyps[:n_best]] for hyps in ranked],
         [bool(hyps) and not hyps[0][0] for hyps in ranked],

@@ -97,6 +97,17 @@ def _guaranteed(
     return engine._constrained(texts, options.with_glossary(None), warn, first_line, constraints)
 
 
+def _mended(number: int, repairs: int, pieces: int) -> str:
+    if pieces == 0:
+        return (
+            f"line {number}: the translation held {repairs} placeholder symbols the line had none of; dropped"
+        )
+    return (
+        f"line {number}: {repairs} placeholder symbols of the translation lost, doubled or unknown; "
+        f"each of the line's {pieces} placeholders is put back once"
+    )
+
+
 def _unmasked(
     translation: Translation, line: str, masked: placeholders.Masked, warn: Warn, number: int
 ) -> Translation:
@@ -106,9 +117,6 @@ def _unmasked(
     for hypothesis in translation.hypotheses:
         restored = placeholders.restore(hypothesis.text, masked)
         if restored.repairs and hypothesis is translation.hypotheses[0]:
-            warn(
-                f"line {number}: {restored.repairs} placeholder symbols of the translation lost, doubled "
-                f"or unknown; each of the line's {len(masked.pieces)} placeholders is put back once"
-            )
+            warn(_mended(number, restored.repairs, len(masked.pieces)))
         hypotheses.append(replace(hypothesis, text=restored.text))
     return replace(translation, source=line, hypotheses=tuple(hypotheses))
