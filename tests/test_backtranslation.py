@@ -108,7 +108,7 @@ def test_the_provenance_is_in_the_cache_and_the_manifest(
     alpha = load_config(CONFIGS / "tiny.yaml").decode.length_penalty
     sampling = Sampling(top_k=10, seed=3)
     used = TranslateOptions(beam=1, length_penalty=alpha, sampling=sampling, tgt_lang="de")
-    assert provenance["decoding"] == dataclasses.asdict(used)
+    assert provenance["decoding"] == used.record()
     assert provenance["text"] == [{"file": str(CAPTIONS), "sha256": file_sha256(CAPTIONS)}]
     assert provenance["lines"] == provenance["pairs"] == 300 and provenance["train_limit"] == 300
     assert provenance["engine"] == "mt" and provenance["ensemble"] == []

@@ -12,24 +12,47 @@ options without a glossary, so every engine and worker process decodes them as a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mt_cli.config.options import GlossaryMode, TranslateOptions
 from mt_cli.decode.results import Translation
 from mt_cli.errors import InputError
 from mt_cli.specials import UNK_ID
 from mt_cli.text import placeholders, terms
+from mt_cli.text.tokenizer import Tokenizer
 
-if TYPE_CHECKING:
-    from mt_cli.decode.engine import CardEngine, Warn
+Warn = Callable[[str], None]  # engine.Warn, which imports this module
+
+
+class Decoding(Protocol):
+    """What this module uses of an engine (``engine.CardEngine``): its tokenizers and its own
+    decoding of plain lines, with or without constraints."""
+
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+    guarantees_terms: bool
+
+    def _translated(
+        self, lines: Sequence[str], options: TranslateOptions, warn: Warn, first_line: int
+    ) -> list[Translation]: ...
+
+    def _constrained(
+        self,
+        lines: Sequence[str],
+        options: TranslateOptions,
+        warn: Warn,
+        first_line: int,
+        constraints: list[list[list[int]]],
+    ) -> list[Translation]: ...
+
 
 NEEDS_MT = "--glossary-mode guarantee needs mt's engine (--engine mt): constrained beam search is mt's"
 
 
 def translate(
-    engine: CardEngine, lines: Sequence[str], options: TranslateOptions, warn: Warn, first_line: int
+    engine: Decoding, lines: Sequence[str], options: TranslateOptions, warn: Warn, first_line: int
 ) -> list[Translation]:
     """The lines' translations by ``engine`` (its ``_translated`` and ``_constrained``) with
     resolved ``options``, their placeholders and glossary terms as the module says."""
@@ -54,7 +77,7 @@ def translate(
     ]
 
 
-def check_terms(engine: CardEngine, options: TranslateOptions) -> None:
+def check_terms(engine: Decoding, options: TranslateOptions) -> None:
     """An ``InputError`` unless the glossary of resolved ``options`` is in the languages they
     translate, the engine can guarantee its terms where asked, and, where they are only told in
     the source (append mode), the model was trained to take them (``data.terms``)."""
@@ -75,7 +98,7 @@ def check_terms(engine: CardEngine, options: TranslateOptions) -> None:
         raise InputError("alignments with a glossary would count the words the glossary adds; ask for one")
 
 
-def knows_placeholders(engine: CardEngine) -> bool:
+def knows_placeholders(engine: Decoding) -> bool:
     """Whether the model was trained with placeholders (``data.placeholders``): both its
     tokenizers hold their symbols."""
     first = placeholders.symbol(1)
@@ -83,7 +106,7 @@ def knows_placeholders(engine: CardEngine) -> bool:
 
 
 def _guaranteed(
-    engine: CardEngine, texts: list[str], options: TranslateOptions, warn: Warn, first_line: int
+    engine: Decoding, texts: list[str], options: TranslateOptions, warn: Warn, first_line: int
 ) -> list[Translation]:
     """The texts translated so that each holds the target of every glossary term in it."""
     glossary = options.glossary
