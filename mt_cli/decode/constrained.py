@@ -105,9 +105,8 @@ def constrained_beam_search(
     history = torch.zeros((batch * k, 0), dtype=torch.long, device=device)  # (N*k, t)
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)  # (N*g,)
     states = [_State() for _ in range(batch)]  # (N*g,)
-    finished: list[list[tuple[bool, Found]]] = [
-        [] for _ in range(batch)
-    ]  # (holds every constraint, hypothesis)
+    # Per sentence: (holds every constraint, hypothesis) of each that ended.
+    finished: list[list[tuple[bool, Found]]] = [[] for _ in range(batch)]
     alive = list(range(batch))
     for t in range(max(limits)):
         logits, cache, _ = model.step(tokens, cache)  # (N*g, V)
