@@ -194,8 +194,7 @@ def _glossary(model: Model, path: Path, options: TranslateOptions) -> Glossary:
     before any input is read."""
     from mt_cli.text.glossary import Glossary
 
-    src_lang = options.src_lang or model.engine.src_lang
-    found = Glossary.read(path, src_lang, options.tgt_lang or model.engine.tgt_lang)
+    found = Glossary.read(path, options.src_lang or model.engine.src_lang, options.tgt_lang)
     model.engine.check_terms(options.with_glossary(found))
     return found
 

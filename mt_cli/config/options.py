@@ -179,10 +179,6 @@ class TranslateOptions:
         for name, default in _LATER_DEFAULTS.items():
             if data[name] == default:
                 del data[name]
-        if "glossary_mode" in data:
-            data["glossary_mode"] = self.glossary_mode.value
-        if "glossary" in data:
-            data["glossary"] = getattr(self.glossary, "fingerprint", str(self.glossary))
         return data
 
     @property

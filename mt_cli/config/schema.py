@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from mt_cli.config.options import OptionError
+from mt_cli.config.options import OptionError, Terms
 from mt_cli.errors import ConfigError
 
 
@@ -71,7 +71,7 @@ def coerce(value: Any, hint: Any, key: str) -> Any:
         if value not in choices:
             raise ConfigError(f"{key}={value!r} is not valid; choose one of {', '.join(map(str, choices))}")
         return hint(value)
-    if isinstance(hint, type) and getattr(hint, "_is_protocol", False):  # a live object (a glossary)
+    if hint is Terms:  # a live object: a glossary read for a translation
         raise ConfigError(f"{key} is given to a translation, not written in a recipe")
     if origin is Literal:
         if isinstance(value, bool):  # YAML 1.1 reads a bare off/on as a boolean

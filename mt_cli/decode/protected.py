@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from mt_cli.config.options import GlossaryMode, TranslateOptions
+from mt_cli.config.options import GlossaryMode, Terms, TranslateOptions
 from mt_cli.decode.results import Translation
 from mt_cli.errors import InputError
 from mt_cli.specials import UNK_ID
@@ -64,7 +64,7 @@ def translate(
     if options.glossary is None:
         found = engine._translated(texts, options, warn, first_line)
     elif options.glossary_mode is GlossaryMode.GUARANTEE:
-        found = _guaranteed(engine, texts, options, warn, first_line)
+        found = _guaranteed(engine, texts, options, options.glossary, warn, first_line)
     else:
         check_terms(engine, options)
         texts = [terms.with_glossary(text, options.glossary) for text in texts]
@@ -80,7 +80,11 @@ def translate(
 def check_terms(engine: Decoding, options: TranslateOptions) -> None:
     """An ``InputError`` unless the glossary of resolved ``options`` is in the languages they
     translate, the engine can guarantee its terms where asked, and, where they are only told in
-    the source (append mode), the model was trained to take them (``data.terms``)."""
+    the source (append mode), the model was trained to take them (``data.terms``); nothing
+    without a glossary."""
+    glossary = options.glossary
+    if glossary is None:
+        return
     if options.glossary_mode is GlossaryMode.GUARANTEE and not engine.guarantees_terms:
         raise InputError(NEEDS_MT)
     if options.glossary_mode is GlossaryMode.APPEND and terms.TERM not in engine.src_tok.tags:
@@ -89,12 +93,11 @@ def check_terms(engine: Decoding, options: TranslateOptions) -> None:
             f"{terms.TERM} symbol): train one with a dictionary, e.g. configs/multi30k-terms.yaml, "
             "or force the terms with --glossary-mode guarantee"
         )
-    glossary = options.glossary
-    if glossary is not None and glossary.tgt_lang != options.tgt_lang:
+    if glossary.tgt_lang != options.tgt_lang:
         raise InputError(
             f"the glossary gives {glossary.tgt_lang} terms, but this translates into {options.tgt_lang}"
         )
-    if glossary is not None and options.align:
+    if options.align:
         raise InputError("alignments with a glossary would count the words the glossary adds; ask for one")
 
 
@@ -106,12 +109,15 @@ def knows_placeholders(engine: Decoding) -> bool:
 
 
 def _guaranteed(
-    engine: Decoding, texts: list[str], options: TranslateOptions, warn: Warn, first_line: int
+    engine: Decoding,
+    texts: list[str],
+    options: TranslateOptions,
+    glossary: Terms,
+    warn: Warn,
+    first_line: int,
 ) -> list[Translation]:
-    """The texts translated so that each holds the target of every glossary term in it."""
-    glossary = options.glossary
-    if glossary is None:
-        raise ValueError("guaranteed terms need a glossary")
+    """The texts translated so that each holds the target of every term of ``glossary`` (the
+    options') in it."""
     check_terms(engine, options)
     matches = [glossary.find(text) for text in texts]
     constraints = [engine.tgt_tok.encode([match.target for match in found]) for found in matches]

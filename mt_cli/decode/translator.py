@@ -151,13 +151,7 @@ class Translator(CardEngine):
     def _translated(
         self, lines: Sequence[str], options: TranslateOptions, warn: Warn, first_line: int
     ) -> list[Translation]:
-        sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
-        found: list[list[Found]] = [[Found([], 0.0)] for _ in sources]
-        groups = self.batches(sources, options.beam_size)
-        batches = [([sources[i] for i in group], options, [lines[i] for i in group]) for group in groups]
-        for group, hyps in zip(groups, self._decode_batches(batches)):
-            for index, line_hyps in zip(group, hyps):
-                found[index] = line_hyps
+        sources, found = self._searched(lines, options, warn, first_line, None)
         return self._translations(lines, sources, found, options)
 
     guarantees_terms = True
@@ -173,19 +167,34 @@ class Translator(CardEngine):
         """``_translated`` by constrained beam search: each line's hypotheses hold its
         ``constraints``; a line whose best misses one (its length limit came first) is named in
         a warning."""
+        sources, found = self._searched(lines, options, warn, first_line, constraints)
+        for index, (hyps, terms) in enumerate(zip(found, constraints)):
+            if len(sources[index]) > 1 and not all(holds(hyps[0].tokens, term) for term in terms):
+                warn(f"line {first_line + index}: the length limit came before every glossary term")
+        return self._translations(lines, sources, found, options)
+
+    def _searched(
+        self,
+        lines: Sequence[str],
+        options: TranslateOptions,
+        warn: Warn,
+        first_line: int,
+        constraints: list[list[list[int]]] | None,
+    ) -> tuple[list[list[int]], list[list[Found]]]:
+        """The lines' source ids and hypotheses, searched in length-sorted batches (an empty line
+        has one empty hypothesis); with ``constraints`` each line's hold its own."""
         sources = self.encode_sources(lines, warn, first_line, options.tgt_lang)
         found: list[list[Found]] = [[Found([], 0.0)] for _ in sources]
         groups = self.batches(sources, options.beam_size)
         batches = [
-            ([sources[i] for i in group], options, [lines[i] for i in group], [constraints[i] for i in group])
+            ([sources[i] for i in group], options, [lines[i] for i in group])
+            + (() if constraints is None else ([constraints[i] for i in group],))
             for group in groups
         ]
         for group, hyps in zip(groups, self._decode_batches(batches)):
             for index, line_hyps in zip(group, hyps):
                 found[index] = line_hyps
-                if not all(holds(line_hyps[0].tokens, term) for term in constraints[index]):
-                    warn(f"line {first_line + index}: the length limit came before every glossary term")
-        return self._translations(lines, sources, found, options)
+        return sources, found
 
     def _translations(
         self,

@@ -116,7 +116,7 @@ class SentencePool(Generic[K, R]):
         return {request for sentence in self.waiting.values() for request, _ in sentence.waiters}
 
     def decoding_requests(self) -> int:
-        return len({id(request) for sentence in self.decoding.values() for request, _ in sentence.waiters})
+        return len({request for sentence in self.decoding.values() for request, _ in sentence.waiters})
 
     def take(self) -> list[Pooled[K, R]]:
         """The next batch, moved to decoding: the oldest waiting sentence and those of its key

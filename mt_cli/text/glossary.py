@@ -129,8 +129,8 @@ class Glossary:
             return NotImplemented
         return (self.src_lang, self.tgt_lang, self.entries) == (other.src_lang, other.tgt_lang, other.entries)
 
-    def __hash__(self) -> int:
-        return self._content_hash
+    def __hash__(self) -> int:  # only a server hashes a glossary (its batches' and cache's keys)
+        return hash(self.fingerprint)
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -139,10 +139,6 @@ class Glossary:
         for source, targets in sorted(self.entries.items()):
             digest.update("\t".join((source, *targets)).encode() + b"\n")
         return digest.hexdigest()
-
-    @functools.cached_property
-    def _content_hash(self) -> int:  # only a server hashes a glossary (its batches' and cache's keys)
-        return hash((self.src_lang, self.tgt_lang, frozenset(self.entries.items())))
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -74,14 +74,16 @@ def mask(sentence: str) -> Masked:
     pieces: list[str] = []
     starts: list[int] = []
     out: list[str] = []
-    last = 0
+    last = written = 0  # read up to in the sentence; characters of the masked text so far
     for found in _PIECES.finditer(sentence):
         if len(pieces) == SYMBOLS:
             break
         out.append(sentence[last : found.start()])
-        starts.append(sum(len(part) for part in out))
+        written += found.start() - last
+        starts.append(written)
         pieces.append(found.group())
         out.append(symbol(len(pieces)))
+        written += len(out[-1])
         last = found.end()
     if not pieces:
         return Masked(sentence, (), ())
