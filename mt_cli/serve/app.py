@@ -174,7 +174,8 @@ def _add_api_routes(
         try:  # checked before it is queued: options the engine cannot decode with are the client's
             options = engine.resolve(asked.options(settings.options, engine.beam_size))
             options = options.with_glossary(glossary, mode)
-            engine.check_terms(options)
+            if glossary is not None:  # an engine is asked about terms only when a request has some
+                engine.check_terms(options)
         except InputError as err:
             raise ApiError(400, f"invalid request: {err}") from None
         job = Job(asked.read, asked.languages, asked.auto, target, "text", scope.max_lines)

@@ -281,7 +281,8 @@ def add_routes(
         glossary, mode = parse_glossary(fields, language, target)
         try:  # checked before any work, as /translate does
             options = engine.resolve(replace(server_options, tgt_lang=target)).with_glossary(glossary, mode)
-            engine.check_terms(options)
+            if glossary is not None:
+                engine.check_terms(options)
         except InputError as err:
             raise ApiError(400, f"invalid request: {err}") from None
 
