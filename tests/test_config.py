@@ -247,3 +247,17 @@ def test_the_reference_table_of_keys_is_current(capsys: pytest.CaptureFixture[st
     reference = (CONFIGS.parent / "docs" / "reference.md").read_text(encoding="utf-8")
     table = reference.split("<!-- config keys: begin -->\n")[1].split("<!-- config keys: end -->")[0]
     assert table == capsys.readouterr().out, "run scripts/config-reference.py and paste its table"
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ({"terms_share": 0}, "data.terms_share=0.0 must be a share of the dictionary's matches"),
+        ({"terms_hidden": 1.5}, "data.terms_hidden=1.5 must be a share of the annotated terms, from 0 to 1"),
+        ({"placeholders": -0.1}, "data.placeholders=-0.1 must be a share of the training pairs"),
+    ],
+)
+def test_term_and_placeholder_shares_out_of_range_are_one_line_errors(data: dict, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_dict({"data": data})
+    assert fragment in str(err.value) and "\n" not in str(err.value)

@@ -14,6 +14,7 @@ from mt_cli.data.batch import pad_sources
 from mt_cli.decode.constrained import constrained_beam_search, holds
 from mt_cli.decode.ensemble import Ensemble
 from mt_cli.decode.search import beam_search
+from mt_cli.specials import EOS_ID
 
 
 def test_without_constraints_it_searches_exactly_as_beam_search() -> None:
@@ -51,6 +52,20 @@ def test_a_constraint_longer_than_the_length_limit_is_a_reported_miss_not_a_hang
     result = constrained_beam_search(model, src, src_mask, [[], too_long, [[7]]], 3, 1.0, 0.0, 6)
     assert result.missed == [False, True, False]
     assert all(len(hyps[0].tokens) <= 5 for hyps in result.found)  # the limit, EOS the 6th
+
+
+def test_a_term_ends_a_word_no_piece_that_lengthens_it_follows() -> None:
+    model = random_model(3)
+    sources = random_sources(10, seed=6)
+    src, src_mask = pad_sources(sources)
+    constraints = [[[15]] for _ in sources]  # what this model writes first, again and again
+
+    def after_the_term(continuations: tuple[int, ...]) -> list[int]:
+        found = constrained_beam_search(model, src, src_mask, constraints, 4, 1.0, 2.0, 10, 1, continuations)
+        return [(hyps[0].tokens + [EOS_ID])[hyps[0].tokens.index(15) + 1] for hyps in found.found]
+
+    assert 15 in after_the_term(())
+    assert 15 not in after_the_term((15, 30))  # were 15 a piece lengthening a word
 
 
 def test_an_ensemble_is_constrained_as_one_model() -> None:

@@ -44,6 +44,14 @@ def test_training_annotates_only_terms_whose_translation_the_reference_has() -> 
     )
 
 
+def test_training_hides_the_source_words_of_its_share_of_the_annotations() -> None:
+    rng = random.Random(2)
+    annotated = [for_training("Ein Hund.", "A dog.", DICTIONARY, 1.0, rng, 0.25) for _ in range(1000)]
+    hidden = sum(line == f"Ein {TERM} {TO} dog {END}." for line in annotated)
+    shown = sum(line == f"Ein {TERM} Hund {TO} dog {END}." for line in annotated)
+    assert hidden + shown == 1000 and 200 < hidden < 300
+
+
 def test_training_annotates_about_its_share_of_the_matches() -> None:
     rng = random.Random(1)
     annotated = [for_training("Ein Hund.", "A dog.", DICTIONARY, 0.3, rng) for _ in range(1000)]

@@ -321,3 +321,12 @@ def test_a_tag_that_the_tokenizer_does_not_hold_whole_is_one_error(tmp_path: Pat
     plain = train_tokenizer(TEXTS, "de", VOCAB, TokenizerConfig(), tmp_path / "plain")
     with pytest.raises(DataError, match="the de tokenizer has no tag <2en>"):
         check_tags(plain, ["<2en>"])
+
+
+def test_word_continuations_are_the_pieces_that_lengthen_a_word(tiny: Tokenizer) -> None:
+    pieces = tiny.vocabulary()
+    continuations = set(tiny.word_continuations)
+    assert continuations and all(pieces[i][0].isalnum() for i in continuations)
+    starts = [i for i, piece in enumerate(pieces) if piece.startswith("▁")]
+    assert starts and not continuations & set(starts)
+    assert not continuations & {0, 1, 2, 3}  # the specials

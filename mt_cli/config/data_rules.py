@@ -42,6 +42,10 @@ def check_data(d: DataConfig) -> None:
         0.0 < d.terms_share <= 1.0,
         f"data.terms_share={d.terms_share} must be a share of the dictionary's matches, over 0 and at most 1",
     )
+    require(
+        0.0 <= d.terms_hidden <= 1.0,
+        f"data.terms_hidden={d.terms_hidden} must be a share of the annotated terms, from 0 to 1",
+    )
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
     entries = d.entries()

@@ -99,6 +99,10 @@ class DataConfig:
     # terms_share of the cases (text.terms), so that the model learns to take a glossary.
     terms: str | None = None
     terms_share: float = 0.5
+    # Of those annotations, the share whose source words are left out ("<term> <to> ladder
+    # </term>"; Ailem et al. 2021 mask them): the target term is then the model's only clue, so it
+    # learns to write what it is told rather than its own choice.
+    terms_hidden: float = 0.0
 
     def entries(self) -> tuple[CorpusConfig, ...]:
         """The corpora of the run, with the data section's languages, dir, train_limit and

@@ -159,6 +159,8 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
     if cfg.data.terms is not None:
         dictionary = terms_dictionary(cfg.data.terms, entry.src_lang, entry.tgt_lang)
         recipe["terms"] = {"dictionary": dictionary.fingerprint, "share": cfg.data.terms_share}
+        if cfg.data.terms_hidden > 0:  # a recipe without it keeps the key it always had
+            recipe["terms"]["hidden"] = cfg.data.terms_hidden
     if entry.translated:  # where its pairs came from: teacher runs, checkpoints, decoding
         recipe["origin"] = synthetic.resolve(entry).provenance()
     return recipe
@@ -262,7 +264,7 @@ def _with_terms(pairs: Iterable[Pair], cfg: Config, entry: CorpusConfig, index: 
     rng = random.Random(TERMS_SEED + index)
     for src, tgt in pairs:
         if src is not None and tgt is not None:
-            src = terms.for_training(src, tgt, dictionary, cfg.data.terms_share, rng)
+            src = terms.for_training(src, tgt, dictionary, cfg.data.terms_share, rng, cfg.data.terms_hidden)
         yield src, tgt
 
 

@@ -13,8 +13,10 @@ progress (constraint tokens written), best first in each, one bank after the oth
 advanced, so that hypotheses that wrote more of the constraints are not crowded out by likelier
 ones that wrote less. A hypothesis ends (EOS) only once it holds every constraint; at the
 sentence's length limit it ends anyway, and that hypothesis is a miss (``Constrained.missed``),
-ranked after every one that holds them. A sentence without constraints is searched exactly as
-``search.beam_search`` searches it.
+ranked after every one that holds them. A term ends a word: right after its last token the
+pieces that would lengthen that word (``word_continuations``: "s" after "stick") are barred, so
+that "stick" is not met by "sticks" or "snow" by "snowmobile". A sentence without constraints
+is searched exactly as ``search.beam_search`` searches it.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ Constraints = Sequence[Sequence[int]]  # one sentence's: the token ids of each t
 
 @dataclass(frozen=True)
 class _State:
-    """Which constraints a hypothesis holds, and (constraint, tokens written) of one it is in."""
+    """Which constraints a hypothesis holds, (constraint, tokens written) of one it is in, and
+    whether its last token ended one."""
 
     met: frozenset[int] = frozenset()
     partial: tuple[int, int] | None = None
+    term_ended: bool = False
 
     def next_tokens(self, constraints: Constraints) -> list[int]:
         """The tokens that step towards the constraints."""
@@ -50,11 +54,13 @@ class _State:
             which, done = self.partial
             if constraints[which][done] == token:
                 if done + 1 == len(constraints[which]):
-                    return _State(self.met | {which})
+                    return _State(self.met | {which}, term_ended=True)
                 return _State(self.met, (which, done + 1))
         for which, constraint in enumerate(constraints):  # a constraint begun (or begun again)
             if which not in self.met and constraint[0] == token:
-                return _State(self.met | {which}) if len(constraint) == 1 else _State(self.met, (which, 1))
+                if len(constraint) == 1:
+                    return _State(self.met | {which}, term_ended=True)
+                return _State(self.met, (which, 1))
         return _State(self.met)
 
     def progress(self, constraints: Constraints) -> int:
@@ -94,8 +100,10 @@ def constrained_beam_search(
     max_len_a: float,
     max_len_b: int,
     n_best: int = 1,
+    word_continuations: Sequence[int] = (),
 ) -> Constrained:
-    """Beam search of ``src`` (B, S) whose hypotheses each hold their sentence's ``constraints``."""
+    """Beam search of ``src`` (B, S) whose hypotheses each hold their sentence's ``constraints``,
+    none of them followed by a piece of ``word_continuations``."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
     batch, k, device = src.size(0), beam_size, src.device
@@ -108,12 +116,14 @@ def constrained_beam_search(
     # Per sentence: (holds every constraint, hypothesis) of each that ended.
     finished: list[list[tuple[bool, Found]]] = [[] for _ in range(batch)]
     alive = list(range(batch))
+    continuations = torch.tensor(word_continuations, dtype=torch.long, device=device)  # (C,)
     for t in range(max(limits)):
         logits, cache, _ = model.step(tokens, cache)  # (N*g, V)
         if t == 0:
             cache = cache.expand_beams(k)
         g = scores.size(1)
         sums = _summed(logits, scores, [limits[i] <= t + 1 for i in alive for _ in range(g)])  # (N*g, V)
+        _end_words(sums, states, continuations)
         candidates = _candidates(sums, states, [constraints[i] for i in alive], g, k)
         rows, next_tokens, next_scores, next_states, kept = [], [], [], [], []
         for j, sentence in enumerate(alive):
@@ -149,6 +159,14 @@ def _summed(logits: torch.Tensor, scores: torch.Tensor, at_limit: list[bool]) ->
         log_probs[limited] = float("-inf")
         log_probs[limited, EOS_ID] = eos
     return log_probs.add_(scores.view(-1, 1))
+
+
+def _end_words(sums: torch.Tensor, states: list[_State], continuations: torch.Tensor) -> None:
+    """Bar ``continuations`` (C,) in ``sums`` (N*g, V) for the rows whose last token ended a term."""
+    ended = [row for row, state in enumerate(states) if state.term_ended]
+    if ended and continuations.numel():
+        rows = torch.tensor(ended, device=sums.device)  # (E,)
+        sums[rows.unsqueeze(1), continuations.unsqueeze(0)] = float("-inf")  # (E, C)
 
 
 def _candidates(

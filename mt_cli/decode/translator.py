@@ -252,7 +252,7 @@ class Translator(CardEngine):
             if constraints is not None:
                 return constrained_beam_search(
                     self.model, src, src_mask, constraints, options.beam_size, options.alpha,
-                    dec.max_len_a, dec.max_len_b, options.n_best,
+                    dec.max_len_a, dec.max_len_b, options.n_best, self.tgt_tok.word_continuations,
                 ).found  # fmt: skip
             searches = search.ModelSearches(self.model, src, src_mask, dec.max_len_a, dec.max_len_b, lines)
             return search.run_search(options, searches)

@@ -6,6 +6,7 @@ and reuse live in ``text.tokenizer`` (which exports ``Tokenizer`` too).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -75,6 +76,12 @@ class Tokenizer:
     def piece_id(self, piece: str) -> int:
         """The id of one piece (UNK if the vocabulary lacks it)."""
         return self.sp.piece_to_id(piece)
+
+    @functools.cached_property
+    def word_continuations(self) -> tuple[int, ...]:
+        """The ids of the pieces that, written after a word, lengthen it ("s" after "▁dog"): no
+        word-start mark and a letter or digit first."""
+        return tuple(i for i, piece in enumerate(self.vocabulary()) if piece[:1].isalnum())
 
     def model_bytes(self) -> bytes:
         """The SentencePiece model as saved (what an export writes beside its weights)."""

@@ -24,12 +24,13 @@ TERM, TO, END = "<term>", "<to>", "</term>"
 MARKERS = (TERM, TO, END)  # what the source tokenizer of a run with terms holds
 
 
-def annotated(sentence: str, matches: list[tuple[Match, str]]) -> str:
-    """``sentence`` with each match (left to right, not overlapping) followed by its target term."""
+def annotated(sentence: str, matches: list[tuple[Match, str]], hidden: frozenset[int] = frozenset()) -> str:
+    """``sentence`` with each match (left to right, not overlapping) followed by its target term;
+    the matches numbered in ``hidden`` lose their source words (training only)."""
     out, last = [], 0
-    for match, target in matches:
-        term = sentence[match.start : match.end]
-        out.append(f"{sentence[last : match.start]}{TERM} {term} {TO} {target} {END}")
+    for number, (match, target) in enumerate(matches):
+        term = "" if number in hidden else f" {sentence[match.start : match.end]}"
+        out.append(f"{sentence[last : match.start]}{TERM}{term} {TO} {target} {END}")
         last = match.end
     out.append(sentence[last:])
     return "".join(out)
@@ -40,9 +41,12 @@ def with_glossary(sentence: str, glossary: Glossary) -> str:
     return annotated(sentence, [(match, match.target) for match in glossary.find(sentence)])
 
 
-def for_training(source: str, target: str, dictionary: Glossary, share: float, rng: random.Random) -> str:
+def for_training(
+    source: str, target: str, dictionary: Glossary, share: float, rng: random.Random, hidden: float = 0.0
+) -> str:
     """``source`` with ``share`` of its dictionary terms whose target the reference ``target``
-    holds annotated with that target (``rng`` draws which)."""
+    holds annotated with that target, ``hidden`` of those without their source words (``rng``
+    draws which)."""
     matches = dictionary.find(source)
     if not matches:
         return source
@@ -52,7 +56,8 @@ def for_training(source: str, target: str, dictionary: Glossary, share: float, r
         held = next((term for term in match.targets if _holds(forms, term, dictionary.tgt_lang)), None)
         if held is not None and rng.random() < share:
             chosen.append((match, held))
-    return annotated(source, chosen)
+    hide = frozenset(number for number in range(len(chosen)) if hidden > 0 and rng.random() < hidden)
+    return annotated(source, chosen, hide)
 
 
 def _holds(forms: set[str], term: str, lang: str) -> bool:
