@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from mt_cli.data.batch import collate
-from mt_cli.model.loss import token_loss
+from mt_cli.model.loss import symmetric_kl, token_loss
 from mt_cli.specials import PAD_ID
 
 
@@ -52,3 +52,19 @@ def test_training_loss_and_gradient_equal_cross_entropys(dtype: torch.dtype, smo
     torch.testing.assert_close(ours.grad.float(), theirs.grad.float(), rtol=0, atol=tolerance)
     with torch.no_grad():
         torch.testing.assert_close(token_loss(ours, target, smoothing), reference, rtol=1e-5, atol=1e-4)
+
+
+def test_symmetric_kl_is_both_divergences_halved_over_real_positions() -> None:
+    generator = torch.Generator().manual_seed(3)
+    first, second = torch.randn(2, 3, 5, 7, generator=generator)  # (B, T, V) each
+    target = torch.tensor(
+        [[4, 5, PAD_ID, PAD_ID, PAD_ID], [4, 5, 6, 3, PAD_ID], [3, PAD_ID, PAD_ID, PAD_ID, PAD_ID]]
+    )
+    log_first, log_second = first.log_softmax(-1), second.log_softmax(-1)
+    real = target != PAD_ID
+    expected = 0.5 * (
+        F.kl_div(log_second[real], log_first[real], log_target=True, reduction="sum")
+        + F.kl_div(log_first[real], log_second[real], log_target=True, reduction="sum")
+    )
+    assert torch.allclose(symmetric_kl(first, second, target), expected, atol=1e-5)
+    assert symmetric_kl(first, first, target).item() == pytest.approx(0.0, abs=1e-6)

@@ -67,6 +67,21 @@ def test_loss_decreases(tiny_config_path, tiny_corpus, tmp_path) -> None:
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
 
 
+def test_rdrop_adds_the_two_passes_divergence_and_still_learns(
+    tiny_config_path, tiny_corpus, tmp_path
+) -> None:
+    trainer = make_trainer(tiny_config_path, tiny_corpus, tmp_path, "train.rdrop=5", "model.dropout=0.3")
+    batch = next(iter(trainer.epoch_updates()))[0]
+    assert trainer.batch_loss(batch)[1].item() > 0  # two dropout draws predict differently
+    trainer.model.eval()  # no dropout: the passes agree
+    assert trainer.batch_loss(batch)[1].item() == pytest.approx(0.0, abs=1e-3)
+    trainer.model.train()
+    trainer.cfg = load_config(tiny_config_path, [*FAST_TRAINING, "train.rdrop=5", "train.max_steps=40"])
+    trainer.fit()
+    losses = train_losses(tmp_path)
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
+
+
 def test_time_bound_decay_reaches_zero_when_the_budget_ends(tiny_config_path, tiny_corpus, tmp_path) -> None:
     trainer = make_trainer(
         tiny_config_path,

@@ -129,6 +129,7 @@ def check_train(t: TrainConfig) -> None:
         t.dist_timeout_minutes > 0, f"train.dist_timeout_minutes={t.dist_timeout_minutes} must be positive"
     )
     require(0.0 <= t.label_smoothing < 1.0, f"train.label_smoothing={t.label_smoothing} must be in [0, 1)")
+    require(t.rdrop >= 0, f"train.rdrop={t.rdrop} must be >= 0 (0: off)")
     require(t.clip_norm >= 0, f"train.clip_norm={t.clip_norm} must be >= 0 (0 disables)")
     require(t.weight_decay >= 0, f"train.weight_decay={t.weight_decay} must be >= 0")
     require(all(0 <= b < 1 for b in t.optimizer_betas), "train.optimizer_betas must each be in [0, 1)")

@@ -210,6 +210,10 @@ class TrainConfig:
     warmup_steps: int = 1000
     lr_horizon: Literal["max_steps", "max_minutes"] = "max_steps"  # where cosine/linear reach zero
     label_smoothing: float = 0.1
+    # R-Drop (Liang et al. 2021): each batch passes twice, with different dropout, and the loss
+    # adds this weight times the two predictions' symmetric KL divergence; 0: off. An update then
+    # costs about two, so it suits a short fine-tuning on few pairs, where they overfit.
+    rdrop: float = 0.0
     clip_norm: float = 1.0  # 0 disables clipping
     max_epochs: int = 100
     max_steps: int = 0  # 0: no limit

@@ -36,6 +36,18 @@ def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.
     )
 
 
+def symmetric_kl(first: torch.Tensor, second: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """R-Drop's regulariser (Liang et al. 2021): (KL(p1 || p2) + KL(p2 || p1)) / 2 of two passes'
+    logits (B, T, V), summed over the real positions of ``target`` (B, T), in fp32.
+
+    The two divergences' sum is sum((p1 - p2)(log p1 - log p2)): one expression, both directions.
+    """
+    log_first = first.float().log_softmax(-1)  # (B, T, V)
+    log_second = second.float().log_softmax(-1)  # (B, T, V)
+    both = (log_first.exp() - log_second.exp()) * (log_first - log_second)  # (B, T, V)
+    return 0.5 * both.sum(-1).masked_fill(target == PAD_ID, 0.0).sum()
+
+
 class _SmoothedCrossEntropy(torch.autograd.Function):
     """``F.cross_entropy(logits.float(), target, ignore_index=PAD_ID, label_smoothing=smoothing,
     reduction="sum")`` with the gradient computed in the forward pass.

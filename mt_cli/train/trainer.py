@@ -28,7 +28,7 @@ from mt_cli.data.prepare import TrainingData
 from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError
 from mt_cli.model.flops import training_flops
-from mt_cli.model.loss import token_loss
+from mt_cli.model.loss import symmetric_kl, token_loss
 from mt_cli.model.transformer import build_model, count_parameters
 from mt_cli.runtime.device import amp_dtype, autocast, inference_dtype, resolve_device
 from mt_cli.runtime.distributed import Distributed
@@ -173,10 +173,9 @@ class Trainer:
         for i, b in enumerate(on_device):
             with nullcontext() if i == len(on_device) - 1 else self.dist.no_sync(self.ddp):
                 with autocast(self.device, self.precision.current()):
-                    logits = self.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask)  # (B, T, V)
-                    loss = token_loss(logits, b.tgt_out, tc.label_smoothing)  # summed over tokens
+                    loss, regulariser = self.batch_loss(b)  # summed over tokens
                 # DDP averages gradients over ranks; scale so the result is a per-token mean.
-                self.scaler.scale(loss * self.dist.world_size / tokens).backward()
+                self.scaler.scale((loss + regulariser) * self.dist.world_size / tokens).backward()
             losses.append(loss.detach())
         # The previous update's outcome, read now that this one's kernels are queued behind it:
         # the learning rate below depends on whether it was applied.
@@ -190,6 +189,22 @@ class Trainer:
         self.step_optimizer(grad_norm)
         self.optimizer.zero_grad(set_to_none=True)
         self.pending = UpdateOutcome(losses, grad_norm, local_tokens)
+
+    def batch_loss(self, b: Batch) -> tuple[torch.Tensor, torch.Tensor | float]:
+        """One batch's token loss (summed), and what ``train.rdrop`` adds to it: with R-Drop the
+        batch passes twice in one forward (each row's dropout is its own), the loss is the two
+        passes' mean and the addition their symmetric KL divergence times the weight."""
+        tc = self.cfg.train
+        if not tc.rdrop:
+            logits = self.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask)  # (B, T, V)
+            return token_loss(logits, b.tgt_out, tc.label_smoothing), 0.0
+        twice = [torch.cat([x, x]) for x in (b.src, b.tgt_in, b.src_mask, b.tgt_mask)]
+        first, second = self.forward(*twice).chunk(2)  # (B, T, V) each
+        loss = (
+            token_loss(first, b.tgt_out, tc.label_smoothing)
+            + token_loss(second, b.tgt_out, tc.label_smoothing)
+        ) / 2
+        return loss, tc.rdrop * symmetric_kl(first, second, b.tgt_out)
 
     def update_tokens(self, batches: list[Batch], local: int) -> int | torch.Tensor:
         """The real target tokens of an update on all ranks (``local`` on this one): the loss's
@@ -378,8 +393,11 @@ class Trainer:
         return window
 
     def flops(self, batch: Batch) -> float:
-        """Model FLOPs of training on ``batch`` (``model.flops``)."""
-        return training_flops(self.cfg.model, self.data.tgt_tok.vocab_size, *batch.sentence_lengths())
+        """Model FLOPs of training on ``batch`` (``model.flops``); R-Drop passes it twice."""
+        passes = 2 if self.cfg.train.rdrop else 1
+        return passes * training_flops(
+            self.cfg.model, self.data.tgt_tok.vocab_size, *batch.sentence_lengths()
+        )
 
     def validate(self) -> None:
         self.settle()
