@@ -46,6 +46,7 @@ def check_data(d: DataConfig) -> None:
         0.0 <= d.terms_hidden <= 1.0,
         f"data.terms_hidden={d.terms_hidden} must be a share of the annotated terms, from 0 to 1",
     )
+    require(0.0 <= d.concat <= 1.0, f"data.concat={d.concat} must be a probability, from 0 to 1")
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
     entries = d.entries()
@@ -58,6 +59,10 @@ def check_data(d: DataConfig) -> None:
             entry.max_length_ratio is None or entry.max_length_ratio >= 1,
             f"{prefix}max_length_ratio={entry.max_length_ratio} must be at least 1 (or null: "
             "data.max_length_ratio)",
+        )
+        require(
+            entry.concat is None or 0.0 <= entry.concat <= 1.0,
+            f"{prefix}concat={entry.concat} must be a probability, from 0 to 1 (or null: data.concat)",
         )
         _check_translated(entry, prefix, first=index == 0)
         _check_suggestions(entry, prefix, first=index == 0)

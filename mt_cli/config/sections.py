@@ -37,6 +37,7 @@ class CorpusConfig:
     tgt_lang: str | None = None
     train_limit: int | None = None
     max_length_ratio: float | None = None  # as data.max_length_ratio (None: its value)
+    concat: float | None = None  # as data.concat (None: its value)
     weight: float = 1.0  # each pair drawn this many times per epoch (a fraction: that share of them)
     tag: str | None = None  # e.g. "<bt>": a SentencePiece user-defined symbol before every source
     # source=backtranslation or distillation: ``text`` (one sentence per line, on this corpus's
@@ -83,6 +84,10 @@ class DataConfig:
     max_len: int = 128  # tokens per side; longer training pairs are dropped (and counted)
     train_limit: int | None = None  # use only the first N training pairs (smoke runs)
     max_length_ratio: float | None = None  # drop training pairs with one side this many times longer
+    # mixSeq (Wu et al. 2021): after each training pair, with this probability, it joined with an
+    # earlier pair drawn at random (source after source, target after target) as one more pair, so
+    # that the model also learns from, and for, two sentences sent as one; 0: off.
+    concat: float = 0.0
     dedupe: bool = False  # drop training pairs equal (both sides) to one kept earlier
     prepared_dir: str | None = None  # where prepared corpora go (None: RUN/prepared)
     workers: int = 0  # DataLoader worker processes building training batches (0: the training process)
@@ -105,14 +110,18 @@ class DataConfig:
     terms_hidden: float = 0.0
 
     def entries(self) -> tuple[CorpusConfig, ...]:
-        """The corpora of the run, with the data section's languages, dir, train_limit and
-        max_length_ratio filled in where an entry leaves them out; the first is the run's own
+        """The corpora of the run, with the data section's languages, dir, train_limit,
+        max_length_ratio and concat filled in where an entry leaves them out; the first is the run's own
         direction (it chooses best.pt)."""
         if not self.corpora:
             keys = ("source", "dir", "files", "tables", "columns", "hub", "hub_config", "hub_splits")
             one = CorpusConfig(**{key: getattr(self, key) for key in keys})
             langs = {"src_lang": self.src_lang, "tgt_lang": self.tgt_lang}
-            limits = {"train_limit": self.train_limit, "max_length_ratio": self.max_length_ratio}
+            limits = {
+                "train_limit": self.train_limit,
+                "max_length_ratio": self.max_length_ratio,
+                "concat": self.concat,
+            }
             return (dataclasses.replace(one, **langs, **limits),)
         return tuple(
             dataclasses.replace(
@@ -124,6 +133,7 @@ class DataConfig:
                 max_length_ratio=(
                     entry.max_length_ratio if entry.max_length_ratio is not None else self.max_length_ratio
                 ),
+                concat=entry.concat if entry.concat is not None else self.concat,
             )
             for entry in self.corpora
         )

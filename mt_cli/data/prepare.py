@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,10 @@ ENCODE_CHUNK = 50_000  # pairs encoded per SentencePiece call (it spreads them o
 SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs share tokenizers
 PLACEHOLDER_SEED = 1  # which training pairs get placeholders, and where: the same in every run
 TERMS_SEED = 2  # which dictionary matches are annotated: the same in every run
+CONCAT_SEED = 3  # which pairs data.concat joins: the same in every run
+# data.concat joins a pair with one at most this many pairs on: a stream of any size is joined in
+# one pass, holding at most this many pairs (times the probability).
+CONCAT_REACH = 1000
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,8 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
         recipe["direction"] = [entry.src_lang, entry.tgt_lang]
     if prefix := corpus_prefix(cfg.data, entry):
         recipe["prefix"] = prefix
+    if entry.concat:  # a recipe without it keeps the key it always had
+        recipe["concat"] = entry.concat
     if cfg.data.placeholders > 0:
         recipe["placeholders"] = cfg.data.placeholders
     if cfg.data.terms is not None:
@@ -194,7 +201,9 @@ def prepare_corpus(
     log(f"prepared corpus: encoding {what} into {directory}")
     dropped = Filtered()  # a translated corpus's min_score counts here first
     read = _refuse_tags(train_pairs(entry, dropped), source_tags(cfg.data))
-    sprinkled = _with_placeholders(read, cfg.data.placeholders, index)
+    made = Counter[str]()
+    joined = _with_concatenations(read, entry.concat or 0.0, index, made)
+    sprinkled = _with_placeholders(joined, cfg.data.placeholders, index)
     pairs = batched(_with_terms(sprinkled, cfg, entry, index), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     prefix = corpus_prefix(cfg.data, entry)
@@ -207,6 +216,8 @@ def prepare_corpus(
         except DataError as err:  # unreadable, holding a tag, all filtered out: say which corpus
             raise _named(err, name) from None
     log(describe_prepared(name, corpus))
+    if made["joined"]:
+        log(f"{name}: {made['joined']:,} of the pairs read are two pairs joined (data.concat)")
     return corpus
 
 
@@ -223,6 +234,34 @@ def training_corpus(cfg: Config, parts: list[PreparedCorpus]) -> PreparedCorpus 
     run do not change), else the corpora mixed by weight."""
     weights = [entry.weight for entry in cfg.data.entries()]
     return parts[0] if weights == [1.0] else MixedCorpus(parts, weights)
+
+
+def _with_concatenations(
+    pairs: Iterable[Pair], probability: float, index: int, made: Counter[str] | None = None
+) -> Iterator[Pair]:
+    """``pairs``, and with ``probability`` each joined with a later one, 1 to ``CONCAT_REACH``
+    pairs on, drawn at random (``data.concat``: mixSeq), the same ones every time for corpus
+    ``index``; ``made["joined"]`` counts them. One pass in bounded memory: every pair starts a
+    joined pair with the probability, and is the second of one as often, but for the first and
+    last ``CONCAT_REACH``."""
+    if probability == 0:
+        yield from pairs
+        return
+    rng = random.Random(CONCAT_SEED + index)
+    waiting: dict[int, list[tuple[str, str]]] = {}  # position -> the pairs to be joined with it
+    for position, (src, tgt) in enumerate(pairs):
+        yield src, tgt
+        firsts = waiting.pop(position, [])
+        if src is None or tgt is None or not src.strip() or not tgt.strip():
+            if firsts:  # a pair that cannot be joined passes its turn to the next
+                waiting.setdefault(position + 1, []).extend(firsts)
+            continue
+        for first_src, first_tgt in firsts:
+            yield f"{first_src} {src}", f"{first_tgt} {tgt}"
+        if made is not None:
+            made["joined"] += len(firsts)
+        if rng.random() < probability:
+            waiting.setdefault(position + rng.randint(1, CONCAT_REACH), []).append((src, tgt))
 
 
 def _with_placeholders(pairs: Iterable[Pair], share: float, index: int) -> Iterator[Pair]:
