@@ -80,5 +80,28 @@ def test_token_dropout_is_seeded_and_identity_in_eval() -> None:
     assert torch.equal(layer(tokens), first)
     assert layer.eval()(tokens) is tokens
     assert TokenDropout(0.0, 1, 4).train()(tokens) is tokens
-    with pytest.raises(ValueError, match="must be in"):
+    with pytest.raises(ValueError, match="summing under 1"):
         TokenDropout(1.0, 1, 4)
+    with pytest.raises(ValueError, match="summing under 1"):
+        TokenDropout(0.5, 1, 4, replace=0.5, vocab_size=100)
+
+
+def test_token_replacement_puts_random_words_beside_unk_and_never_touches_specials() -> None:
+    torch.manual_seed(0)
+    tokens = torch.randint(4, 100, (400, 50))
+    tokens[:, 0], tokens[:, -1] = 2, 3  # bos, eos
+    tokens[:10, 30:] = 0  # padding
+    words = tokens >= 4
+    torch.manual_seed(1)
+    out = TokenDropout(0.1, unk_id=1, first_word_id=4, replace=0.2, vocab_size=100).train()(tokens)
+    changed = out != tokens
+    assert not changed[~words].any()
+    unk = out == 1
+    assert unk[words].float().mean().item() == pytest.approx(0.1, abs=0.01)
+    swapped = changed & ~unk
+    assert (out[swapped] >= 4).all() and (out[swapped] < 100).all()
+    # a random id equals the one it replaces 1 time in 96: 0.2 * 95/96 of the words change
+    assert swapped[words].float().mean().item() == pytest.approx(0.2 * 95 / 96, abs=0.01)
+    torch.manual_seed(1)
+    without = TokenDropout(0.1, unk_id=1, first_word_id=4).train()(tokens)
+    assert torch.equal(without == 1, unk)  # the same draws as word dropout alone

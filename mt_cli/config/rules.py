@@ -23,6 +23,8 @@ _PROBABILITIES = (
     "activation_dropout",
     "src_token_dropout",
     "tgt_token_dropout",
+    "src_token_replace",
+    "tgt_token_replace",
 )
 
 
@@ -61,6 +63,13 @@ def check_model(m: ModelConfig) -> None:
     require(m.d_model % 2 == 0, f"model.d_model={m.d_model} must be even (sinusoidal positions)")
     for name in _PROBABILITIES:
         require(0.0 <= getattr(m, name) < 1.0, f"model.{name}={getattr(m, name)} must be in [0, 1)")
+    for side in ("src", "tgt"):
+        dropped, replaced = getattr(m, f"{side}_token_dropout"), getattr(m, f"{side}_token_replace")
+        require(
+            dropped + replaced < 1.0,
+            f"model.{side}_token_dropout={dropped} and model.{side}_token_replace={replaced} together "
+            "must be under 1: the share of pieces changed",
+        )
 
 
 def check_decode(dec: DecodeConfig, m: ModelConfig) -> None:

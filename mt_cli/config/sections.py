@@ -192,6 +192,10 @@ class ModelConfig:
     activation_dropout: float = 0.0
     src_token_dropout: float = 0.0  # training source pieces replaced by <unk> with this probability
     tgt_token_dropout: float = 0.0  # the same on the decoder's teacher-forced input pieces
+    # SwitchOut-style (Wang et al. 2018): training pieces replaced by a random piece of the
+    # vocabulary with this probability (beside, not instead of, the token dropout above).
+    src_token_replace: float = 0.0
+    tgt_token_replace: float = 0.0
     activation: Literal["relu", "gelu", "swish"] = "relu"
     norm_first: bool = False
     tie_output: bool = True

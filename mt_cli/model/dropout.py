@@ -44,24 +44,37 @@ class Dropout(nn.Module):
 class TokenDropout(nn.Module):
     """Word dropout on input ids (Sennrich et al. 2016; Sennrich and Zhang 2019): in training,
     each real token is replaced by ``unk_id`` with probability p, so no prediction can lean on
-    one input word. Ids below ``first_word_id`` (pad, unk, bos, eos) are never replaced, so
-    lengths, masks and the decoder's start symbol stay as they were. Draws from the default
-    generator, like ``Dropout``, so seeding and saved RNG state cover it.
+    one input word; and with probability ``replace`` by a random id from ``first_word_id`` to
+    ``vocab_size`` (SwitchOut-style, Wang et al. 2018: the word is wrong, not missing). Ids below
+    ``first_word_id`` (pad, unk, bos, eos) are never replaced, so lengths, masks and the decoder's
+    start symbol stay as they were. One uniform per token decides both; the draws come from the
+    default generator, like ``Dropout``, so seeding and saved RNG state cover them (and without
+    ``replace`` they are the draws word dropout always made).
     """
 
-    def __init__(self, p: float, unk_id: int, first_word_id: int) -> None:
+    def __init__(
+        self, p: float, unk_id: int, first_word_id: int, replace: float = 0.0, vocab_size: int = 0
+    ) -> None:
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"token dropout probability {p} must be in [0, 1)")
-        self.p = p
+        if not (0.0 <= p and 0.0 <= replace and p + replace < 1.0):
+            raise ValueError(f"token dropout {p} and replacement {replace} must be shares summing under 1")
+        if replace and vocab_size <= first_word_id:
+            raise ValueError(f"replacing tokens needs a vocabulary of more than {first_word_id} ids")
+        self.p, self.replace = p, replace
         self.unk_id = unk_id
-        self.first_word_id = first_word_id
+        self.first_word_id, self.vocab_size = first_word_id, vocab_size
 
     def forward(self, tokens: Tensor) -> Tensor:
-        if not self.training or self.p == 0.0:
+        if not self.training or self.p + self.replace == 0.0:
             return tokens
-        drop = torch.rand(tokens.shape, device=tokens.device) < self.p  # (B, L)
-        return tokens.masked_fill(drop & (tokens >= self.first_word_id), self.unk_id)
+        draw = torch.rand(tokens.shape, device=tokens.device)  # (B, L)
+        words = tokens >= self.first_word_id  # (B, L)
+        out = tokens.masked_fill((draw < self.p) & words, self.unk_id)
+        if not self.replace:
+            return out
+        swap = (draw >= self.p) & (draw < self.p + self.replace) & words  # (B, L)
+        random_ids = torch.randint_like(tokens, self.first_word_id, self.vocab_size)  # (B, L)
+        return torch.where(swap, random_ids, out)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, unk_id={self.unk_id}"
+        return f"p={self.p}, replace={self.replace}, unk_id={self.unk_id}"

@@ -61,8 +61,12 @@ class Transformer(nn.Module):
         self.src_embed = self.tgt_embed if cfg.share_embeddings else nn.Embedding(src_vocab_size, cfg.d_model)
         self.positions = PositionalEncoding(cfg.d_model, cfg.max_positions)
         self.dropout = Dropout(cfg.dropout)
-        self.src_token_dropout = TokenDropout(cfg.src_token_dropout, UNK_ID, FIRST_WORD_ID)
-        self.tgt_token_dropout = TokenDropout(cfg.tgt_token_dropout, UNK_ID, FIRST_WORD_ID)
+        self.src_token_dropout = TokenDropout(
+            cfg.src_token_dropout, UNK_ID, FIRST_WORD_ID, cfg.src_token_replace, src_vocab_size
+        )
+        self.tgt_token_dropout = TokenDropout(
+            cfg.tgt_token_dropout, UNK_ID, FIRST_WORD_ID, cfg.tgt_token_replace, tgt_vocab_size
+        )
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
         # Pre-norm leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
