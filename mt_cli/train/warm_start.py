@@ -50,6 +50,8 @@ _REGULARISATION = (
     "activation_dropout",
     "src_token_dropout",
     "tgt_token_dropout",
+    "src_token_replace",
+    "tgt_token_replace",
 )
 # Tokenizer keys that say how to train the tokenizers or sample training pieces, not what they are.
 _TOKENIZER_TRAINING = ("sample_sentences", "src_bpe_dropout", "tgt_bpe_dropout")
