@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from mt_cli.config.rules import FREEZABLE
 from mt_cli.config.sections import TrainConfig
 from mt_cli.disk.files import file_sha256
 from mt_cli.disk.layout import RunDir
+from mt_cli.errors import CheckpointError
 from mt_cli.model.transformer import build_model
 from mt_cli.runtime.distributed import Distributed
 from mt_cli.train.optim import learning_rate
@@ -296,3 +298,41 @@ def test_tokenizers_already_in_the_new_run_must_be_the_parents(parent: Path, tmp
     assert "spm.en.model differs from the parent's" in result.stderr
     assert os.listdir(tmp_path / "new") == ["spm.en.model"]
     assert (tmp_path / "new" / "spm.en.model").read_bytes() == b"another tokenizer"
+
+
+def test_a_one_direction_child_of_a_many_direction_parent_takes_its_tokenizers_and_weights(
+    many_to_english: Path, tmp_path: Path
+) -> None:
+    parent_card = Checkpoint.load(RunDir(many_to_english).best).card
+    parent_src, parent_tgt = parent_card.data.sides()
+    assert parent_src != "de"  # several source languages: the tokenizer is named after all of them
+    cfg = load_config(
+        CONFIGS / "tiny.yaml",
+        [*SMALL, "data.target_tags=true", f"train.init_from={many_to_english}", "train.max_steps=2"],
+    )
+    run = RunDir(tmp_path / "child")
+    run.root.mkdir()
+    found = find_parent(cfg.train.init_from, cfg, run)
+    trainer = Trainer(cfg, run, prepare_data(cfg, run, Distributed(), quiet, found), Distributed(), quiet)
+    trainer.start_from(found)
+    parent_run = RunDir(many_to_english)
+    assert run.tokenizer("de").read_bytes() == parent_run.tokenizer(parent_src).read_bytes()
+    assert run.tokenizer("en").read_bytes() == parent_run.tokenizer(parent_tgt).read_bytes()
+    parent_weights = Checkpoint.load(parent_run.best).model
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(tensor.float(), parent_weights[name].float()), name
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ([], "reads a target-language tag (<2xx>) before its sources, and the new run would not put one"),
+        (["data.target_tags=true", "data.src_lang=en", "data.tgt_lang=de"], "whose languages include en->de"),
+    ],
+)
+def test_a_child_outside_its_parents_languages_or_tags_is_refused(
+    many_to_english: Path, tmp_path: Path, overrides: list[str], message: str
+) -> None:
+    cfg = load_config(CONFIGS / "tiny.yaml", [*SMALL, f"train.init_from={many_to_english}", *overrides])
+    with pytest.raises(CheckpointError, match=re.escape(message)):
+        find_parent(cfg.train.init_from, cfg, RunDir(tmp_path / "child"))

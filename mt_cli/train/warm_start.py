@@ -107,7 +107,8 @@ def find_parent(spec: str, cfg: Config, run: RunDir) -> Parent:
     saved = Checkpoint.load(path)
     plan = _check(cfg, saved, str(root), path)
     step = _check_kept_state(cfg, saved, path, plan)
-    files = _tokenizer_files(parent_run, run, cfg)  # the parent has them; the new run has none, or the same
+    # the parent has them; the new run has none, or the same
+    files = _tokenizer_files(parent_run, saved.card.data.sides(), run, cfg)
     try:
         trained = trained_from(parent_run, path, saved)
     except CheckpointError as err:
@@ -137,13 +138,26 @@ def _check(cfg: Config, saved: Checkpoint, name: str, path: Path | str) -> dict[
 
 
 def _check_languages(cfg: Config, card: ModelCard, root: str) -> None:
-    # A side's tokenizer is named after its languages ("de", or "cs+de+fr" for several).
-    ours, theirs = cfg.data.sides(), card.data.sides()
-    if ours != theirs:
+    """The new run's languages on each side must be among the parent's (a de->en child of a
+    de<->en or a many-to-English parent), and it must tag its sources with the target language
+    exactly when the parent did: the parent's tokenizers and embeddings know those only."""
+    ours, theirs = cfg.data.sides(), card.data.sides()  # a side is named after its languages: "de+fr+cs"
+    within = all(
+        set(mine) <= set(parents)
+        for mine, parents in zip(cfg.data.languages(), card.data.languages(), strict=True)
+    )
+    if not within:
         raise CheckpointError(
             f"train.init_from: {root} translates {'->'.join(theirs)} and this config {'->'.join(ours)}; "
             "the parent's tokenizers and embeddings fit its own languages only: start from a run "
-            f"that translates {'->'.join(ours)}"
+            f"whose languages include {'->'.join(ours)}"
+        )
+    if card.data.uses_target_tags() != cfg.data.uses_target_tags():
+        fix = "set data.target_tags: true" if card.data.uses_target_tags() else "leave data.target_tags unset"
+        raise CheckpointError(
+            f"train.init_from: {root} {'reads' if card.data.uses_target_tags() else 'has no'} a target-"
+            f"language tag (<2xx>) before its sources, and the new run would "
+            f"{'not ' if card.data.uses_target_tags() else ''}put one there: {fix}"
         )
 
 
@@ -210,25 +224,26 @@ def _check_kept_state(cfg: Config, saved: Checkpoint, path: Path | str, plan: di
     return saved.step
 
 
-def _tokenizer_files(parent: RunDir, run: RunDir, cfg: Config) -> dict[str, bytes]:
+def _tokenizer_files(parent: RunDir, sides: tuple[str, str], run: RunDir, cfg: Config) -> dict[str, bytes]:
     """The parent's tokenizer models (with their vocabularies, for an imported model's) and their
-    settings records, by name, each checked against what the new run already holds."""
+    settings records, by the name each has in the new run (its own sides', where it translates
+    fewer languages than the parent's ``sides``), each checked against what the new run holds."""
     files: dict[str, bytes] = {}
-    for lang in cfg.data.sides():
-        needed = [parent.tokenizer(lang)]
+    for ours, theirs in zip(cfg.data.sides(), sides, strict=True):
+        needed = [(parent.tokenizer(theirs), run.tokenizer(ours))]
         if cfg.tokenizer.imported:  # an imported model's pieces are numbered by this file
-            needed.append(parent.tokenizer_vocabulary(lang))
-        for source in needed:
+            needed.append((parent.tokenizer_vocabulary(theirs), run.tokenizer_vocabulary(ours)))
+        for source, target in needed:
             if not source.is_file():
                 raise CheckpointError(
                     f"train.init_from: {source} is missing; the parent's weights index its pieces, so a "
                     "warm start needs it"
                 )
-            files[source.name] = source.read_bytes()
-            _check_unchanged(run.root / source.name, files[source.name], str(source))
-        settings = parent.tokenizer_settings(lang)
+            files[target.name] = source.read_bytes()
+            _check_unchanged(target, files[target.name], str(source))
+        settings = parent.tokenizer_settings(theirs)
         if settings.is_file():  # what it was trained on: records the tokenizer's origin
-            files[settings.name] = settings.read_bytes()
+            files[run.tokenizer_settings(ours).name] = settings.read_bytes()
     return files
 
 
