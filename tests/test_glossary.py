@@ -77,6 +77,13 @@ def test_a_short_word_with_an_ending_is_not_a_form_of_a_shorter_term() -> None:
     assert _found(glossary, "Ein Eis und ein Ei.") == [("Ei", "egg")]
 
 
+def test_a_word_that_is_a_term_less_its_ending_is_not_a_form_of_it() -> None:
+    glossary = Glossary({"Kanne": ("jug",), "Ente": ("duck",), "roter Ball": ("red ball",)}, "de", "en")
+    assert _found(glossary, "Er kann zwei Kannen tragen.") == [("Kannen", "jug")]  # "kann" is a verb
+    assert _found(glossary, "Enten, kein Ent.") == [("Enten", "duck")]
+    assert _found(glossary, "mit einem roten Ball") == [("roten Ball", "red ball")]  # one stem, two endings
+
+
 def test_the_longest_term_wins_and_matches_do_not_overlap() -> None:
     glossary = Glossary(
         {"Ball": ("ball",), "roter Ball": ("red ball",), "Ball spielen": ("play ball",)}, "de", "en"

@@ -11,9 +11,11 @@ second translation in a dictionary that teaches terms (``several_targets``: ``da
 
 Matching compares words folded (``fold``: case and, for German, umlauts and ß) and with one
 inflectional ending cut (German: -e, -en, -er, -ern, -es, -em, -n, -s; English: -s, -es, -ed,
--ing; where three letters stay): two words match where their forms (``lemma_candidates``) meet,
-so that "Hund" finds "Hunde", "Hunden" and "Hundes", "Mann" finds "Männer" and "roter Ball"
-finds "roten Ball". At each word the longest term that starts there wins; matches do not
+-ing; where three letters stay): a sentence's word matches a term's word where it is that word
+or that word with an ending, or where both are one stem with two endings, so that "Hund" finds
+"Hunde", "Hunden" and "Hundes", "Mann" finds "Männer" and "roter Ball" finds "roten Ball"; but
+never where the sentence's word is the term's word less an ending ("kann" is no form of
+"Kanne", nor "Ent" of "Ente"). At each word the longest term that starts there wins; matches do not
 overlap. A sentence is looked up one word at a time in a dict, so a glossary of any size costs
 microseconds for a sentence with no term in it.
 """
@@ -91,7 +93,7 @@ class Glossary:
         for source in entries:
             nodes = [self._root]
             for word in WORD.findall(source):
-                nodes = [_child(node, form) for node in nodes for form in lemma_candidates(word, src_lang)]
+                nodes = [_child(node, form) for node in nodes for form in _term_forms(word, src_lang)]
             for node in nodes:
                 node.setdefault(_ENDS, source)
 
@@ -146,7 +148,7 @@ class Glossary:
     def find(self, sentence: str) -> list[Match]:
         """The terms in ``sentence``, left to right, the longest where several start at one word."""
         words = list(WORD.finditer(sentence))
-        forms = [lemma_candidates(word.group(), self.src_lang) for word in words]
+        forms = [_sentence_forms(word.group(), self.src_lang) for word in words]
         found: list[Match] = []
         i = 0
         while i < len(words):
@@ -175,6 +177,20 @@ class Glossary:
 
 
 _ENDS = None  # the key of the term that ends at a trie node (a form is never None)
+
+
+# The trie's keys: "=" and a word as it is (folded), "-" and a stem (a word less an ending).
+def _term_forms(word: str, lang: str) -> tuple[str, ...]:
+    """A term word's keys: itself, and its stems."""
+    whole, *stems = lemma_candidates(word, lang)
+    return (f"={whole}", *(f"-{stem}" for stem in stems))
+
+
+def _sentence_forms(word: str, lang: str) -> tuple[str, ...]:
+    """A sentence word's keys: itself and its stems as whole words (it is a term word, or a term
+    word with an ending), and its stems as stems (one stem, two endings); never itself as a stem."""
+    whole, *stems = lemma_candidates(word, lang)
+    return (f"={whole}", *(f"={stem}" for stem in stems), *(f"-{stem}" for stem in stems))
 
 
 def _child(node: dict[str | None, Any], form: str) -> dict[str | None, Any]:
