@@ -72,6 +72,35 @@ def scores(texts: list[str], references: list[str], lines: list[int], testset: l
     }
 
 
+def summary(found: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The headline figures of the decodes ``found``: term use (exact; ``_lemma``: by lemma), BLEU
+    and speed ratios."""
+    return {
+        "term_use_baseline": found["baseline"]["term_use_exact"],
+        "term_use_append": found["append_glossary"]["term_use_exact"],
+        "term_use_guaranteed": found["guaranteed"]["term_use_exact"],
+        "term_use_baseline_lemma": found["baseline"]["term_use_lemma"],
+        "term_use_append_lemma": found["append_glossary"]["term_use_lemma"],
+        "term_use_guaranteed_lemma": found["guaranteed"]["term_use_lemma"],
+        "bleu_baseline": found["baseline"]["bleu"],
+        "bleu_append": found["append_glossary"]["bleu"],
+        "bleu_append_no_glossary": found["append"]["bleu"],
+        "bleu_guaranteed": found["guaranteed"]["bleu"],
+        "speed_ratio_glossary": round(
+            found["append_glossary"]["sentences_per_s"] / found["append"]["sentences_per_s"], 3
+        ),
+        # Guaranteed against the same model's unconstrained beam search of the same annotated sources.
+        "speed_ratio_guaranteed": round(
+            found["guaranteed"]["sentences_per_s"] / found["append_glossary"]["sentences_per_s"], 3
+        ),
+        "speed_ratio_glossary_matching_nothing": round(
+            found["append_glossary_of_100000_matching_nothing"]["sentences_per_s"]
+            / found["append"]["sentences_per_s"],
+            3,
+        ),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--testset", type=Path, required=True)
@@ -104,25 +133,9 @@ def main() -> None:
     result = {
         "testset": {"terms": len(testset), "sentences": len(lines), "glossary_entries": len(pairs)},
         "runs": {"baseline": args.baseline, "terms": args.terms},
-        "term_use_baseline": found["baseline"]["term_use_exact"],
-        "term_use_append": found["append_glossary"]["term_use_exact"],
-        "term_use_guaranteed": found["guaranteed"]["term_use_exact"],
-        "bleu_baseline": found["baseline"]["bleu"],
-        "bleu_append": found["append_glossary"]["bleu"],
-        "bleu_append_no_glossary": found["append"]["bleu"],
-        "bleu_guaranteed": found["guaranteed"]["bleu"],
-        "speed_ratio_glossary": round(
-            found["append_glossary"]["sentences_per_s"] / found["append"]["sentences_per_s"], 3
-        ),
-        # Guaranteed against the same model's unconstrained beam search of the same annotated sources.
-        "speed_ratio_guaranteed": round(
-            found["guaranteed"]["sentences_per_s"] / found["append_glossary"]["sentences_per_s"], 3
-        ),
-        "speed_ratio_glossary_matching_nothing": round(
-            found["append_glossary_of_100000_matching_nothing"]["sentences_per_s"]
-            / found["append"]["sentences_per_s"],
-            3,
-        ),
+        # The references themselves hold 82% of the set's terms exactly: the rest inflected.
+        "term_use_reference": term_testset.use(testset, references),
+        **summary(found),
         "decodes": found,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
