@@ -336,3 +336,46 @@ def test_a_child_outside_its_parents_languages_or_tags_is_refused(
     cfg = load_config(CONFIGS / "tiny.yaml", [*SMALL, f"train.init_from={many_to_english}", *overrides])
     with pytest.raises(CheckpointError, match=re.escape(message)):
         find_parent(cfg.train.init_from, cfg, RunDir(tmp_path / "child"))
+
+
+def test_the_bidirectional_pipeline_runs_end_to_end_its_reverse_direction_back_translating(
+    tmp_path: Path,
+) -> None:
+    small = [
+        "data.train_limit=200",
+        "tokenizer.src_vocab_size=500",
+        "tokenizer.tgt_vocab_size=500",
+        "model.d_model=64",
+        "model.d_ff=128",
+        "model.n_heads=2",
+        "model.encoder_layers=1",
+        "model.decoder_layers=1",
+        "train.max_steps=3",
+        "train.max_minutes=0",
+        "train.lr_horizon=max_steps",
+        "train.warmup_steps=1",
+        "train.amp=off",
+        "train.val_bleu=false",
+        "train.test_at_end=false",
+        "train.average_last=0",
+    ]
+    both, bt, fine = tmp_path / "bit", tmp_path / "bit-bt", tmp_path / "bit-finetune"
+    train(load_config(CONFIGS / "multi30k-bit.yaml", small), both, resume=False, log=quiet)
+    captions = CONFIGS.parent / "data" / "multi30k" / "task2" / "train.1.en.gz"
+    corpora = [
+        {"source": "multi30k"},
+        {"source": "backtranslation", "run": str(both), "text": [str(captions)], "train_limit": 40},
+    ]
+    stage2 = [*small, f"train.init_from={both}", f"data.corpora={json.dumps(corpora)}"]
+    train(load_config(CONFIGS / "multi30k-bit-bt.yaml", stage2), bt, resume=False, log=quiet)
+    (cache,) = (both / "synthetic").iterdir()
+    assert json.loads((cache / "provenance.json").read_text())["direction"] == "en->de"
+    train(
+        load_config(CONFIGS / "multi30k-bit-finetune.yaml", [*small, f"train.init_from={bt}"]),
+        fine,
+        False,
+        quiet,
+    )
+    card = Checkpoint.load(RunDir(fine).best).card
+    assert card.data.sides() == ("de", "en") and card.data.uses_target_tags()
+    assert RunDir(fine).tokenizer("de").read_bytes() == RunDir(both).tokenizer("de+en").read_bytes()
