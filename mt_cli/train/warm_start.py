@@ -155,7 +155,7 @@ def _check_languages(cfg: Config, card: ModelCard, root: str) -> None:
     if card.data.uses_target_tags() != cfg.data.uses_target_tags():
         fix = "set data.target_tags: true" if card.data.uses_target_tags() else "leave data.target_tags unset"
         raise CheckpointError(
-            f"train.init_from: {root} {'reads' if card.data.uses_target_tags() else 'has no'} a target-"
+            f"train.init_from: {root} reads {'a' if card.data.uses_target_tags() else 'no'} target-"
             f"language tag (<2xx>) before its sources, and the new run would "
             f"{'not ' if card.data.uses_target_tags() else ''}put one there: {fix}"
         )
