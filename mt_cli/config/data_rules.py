@@ -25,6 +25,10 @@ _SOURCE_KEYS = ("files", "tables", "columns", "hub", "hub_config", "hub_splits")
 _LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)*")
 
 
+def _check_share(key: str, value: float, what: str) -> None:
+    require(0.0 <= value <= 1.0, f"{key}={value} must be {what}, from 0 to 1")
+
+
 def check_data(d: DataConfig) -> None:
     require(d.src_lang != d.tgt_lang, f"data.src_lang and data.tgt_lang are both {d.src_lang!r}")
     require(d.max_len >= 2, f"data.max_len={d.max_len} must be at least 2")
@@ -34,19 +38,13 @@ def check_data(d: DataConfig) -> None:
         f"data.max_length_ratio={d.max_length_ratio} must be at least 1 (or null: no ratio filter)",
     )
     require(d.workers >= 0, f"data.workers={d.workers} must be 0 (the training process) or more")
-    require(
-        0.0 <= d.placeholders <= 1.0,
-        f"data.placeholders={d.placeholders} must be a share of the training pairs, from 0 to 1",
-    )
+    _check_share("data.placeholders", d.placeholders, "a share of the training pairs")
     require(
         0.0 < d.terms_share <= 1.0,
         f"data.terms_share={d.terms_share} must be a share of the dictionary's matches, over 0 and at most 1",
     )
-    require(
-        0.0 <= d.terms_hidden <= 1.0,
-        f"data.terms_hidden={d.terms_hidden} must be a share of the annotated terms, from 0 to 1",
-    )
-    require(0.0 <= d.concat <= 1.0, f"data.concat={d.concat} must be a probability, from 0 to 1")
+    _check_share("data.terms_hidden", d.terms_hidden, "a share of the annotated terms")
+    _check_share("data.concat", d.concat, "a probability")
     splits = ", ".join(SPLITS)
     require(d.test_split in SPLITS, f"data.test_split={d.test_split!r} is not valid; choose one of {splits}")
     entries = d.entries()
@@ -60,10 +58,8 @@ def check_data(d: DataConfig) -> None:
             f"{prefix}max_length_ratio={entry.max_length_ratio} must be at least 1 (or null: "
             "data.max_length_ratio)",
         )
-        require(
-            entry.concat is None or 0.0 <= entry.concat <= 1.0,
-            f"{prefix}concat={entry.concat} must be a probability, from 0 to 1 (or null: data.concat)",
-        )
+        if entry.concat is not None:  # null: data.concat's
+            _check_share(f"{prefix}concat", entry.concat, "a probability")
         _check_translated(entry, prefix, first=index == 0)
         _check_suggestions(entry, prefix, first=index == 0)
     if d.corpora:

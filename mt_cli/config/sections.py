@@ -84,9 +84,9 @@ class DataConfig:
     max_len: int = 128  # tokens per side; longer training pairs are dropped (and counted)
     train_limit: int | None = None  # use only the first N training pairs (smoke runs)
     max_length_ratio: float | None = None  # drop training pairs with one side this many times longer
-    # mixSeq (Wu et al. 2021): after each training pair, with this probability, it joined with an
-    # earlier pair drawn at random (source after source, target after target) as one more pair, so
-    # that the model also learns from, and for, two sentences sent as one; 0: off.
+    # mixSeq (Wu et al. 2021): after each training pair, with this probability, it joined with a
+    # pair drawn at random from the next 1,000 (source to source, target to target) as one more
+    # pair, so that the model also learns from, and for, two sentences sent as one; 0: off.
     concat: float = 0.0
     dedupe: bool = False  # drop training pairs equal (both sides) to one kept earlier
     prepared_dir: str | None = None  # where prepared corpora go (None: RUN/prepared)

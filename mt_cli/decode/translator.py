@@ -187,8 +187,12 @@ class Translator(CardEngine):
         found: list[list[Found]] = [[Found([], 0.0)] for _ in sources]
         groups = self.batches(sources, options.beam_size)
         batches = [
-            ([sources[i] for i in group], options, [lines[i] for i in group])
-            + (() if constraints is None else ([constraints[i] for i in group],))
+            (
+                [sources[i] for i in group],
+                options,
+                [lines[i] for i in group],
+                None if constraints is None else [constraints[i] for i in group],
+            )
             for group in groups
         ]
         for group, hyps in zip(groups, self._decode_batches(batches)):

@@ -15,8 +15,8 @@ inflectional ending cut (German: -e, -en, -er, -ern, -es, -em, -n, -s; English: 
 or that word with an ending, or where both are one stem with two endings, so that "Hund" finds
 "Hunde", "Hunden" and "Hundes", "Mann" finds "Männer" and "roter Ball" finds "roten Ball"; but
 never where the sentence's word is the term's word less an ending ("kann" is no form of
-"Kanne", nor "Ent" of "Ente"). At each word the longest term that starts there wins; matches do not
-overlap. A sentence is looked up one word at a time in a dict, so a glossary of any size costs
+"Kanne", nor "Ent" of "Ente"). At each word the longest term that starts there wins; matches
+do not overlap. A sentence is looked up one word at a time in a dict, so a glossary of any size costs
 microseconds for a sentence with no term in it.
 """
 

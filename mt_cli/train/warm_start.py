@@ -152,12 +152,12 @@ def _check_languages(cfg: Config, card: ModelCard, root: str) -> None:
             "the parent's tokenizers and embeddings fit its own languages only: start from a run "
             f"whose languages include {'->'.join(ours)}"
         )
-    if card.data.uses_target_tags() != cfg.data.uses_target_tags():
-        fix = "set data.target_tags: true" if card.data.uses_target_tags() else "leave data.target_tags unset"
+    tagged = card.data.uses_target_tags()
+    if tagged != cfg.data.uses_target_tags():
+        fix = "set data.target_tags: true" if tagged else "leave data.target_tags unset"
         raise CheckpointError(
-            f"train.init_from: {root} reads {'a' if card.data.uses_target_tags() else 'no'} target-"
-            f"language tag (<2xx>) before its sources, and the new run would "
-            f"{'not ' if card.data.uses_target_tags() else ''}put one there: {fix}"
+            f"train.init_from: {root} reads {'a' if tagged else 'no'} target-language tag (<2xx>) "
+            f"before its sources, and the new run would {'not ' if tagged else ''}put one there: {fix}"
         )
 
 
