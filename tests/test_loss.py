@@ -68,3 +68,24 @@ def test_symmetric_kl_is_both_divergences_halved_over_real_positions() -> None:
     )
     assert torch.allclose(symmetric_kl(first, second, target), expected, atol=1e-5)
     assert symmetric_kl(first, first, target).item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_weights_scale_each_positions_loss_and_gradient() -> None:
+    torch.manual_seed(4)
+    target = torch.randint(PAD_ID + 1, 30, (3, 5))
+    target[2, 3:] = PAD_ID
+    weights = torch.ones(3, 5)
+    weights[0, 1], weights[1, 0:2] = 4.0, 2.0
+    ours = torch.randn(3, 5, 30, requires_grad=True)
+    theirs = ours.detach().clone().requires_grad_()
+    loss = token_loss(ours, target, 0.1, weights)
+    each = F.cross_entropy(
+        theirs.reshape(-1, 30), target.reshape(-1), ignore_index=PAD_ID, label_smoothing=0.1, reduction="none"
+    )
+    reference = (each * weights.reshape(-1)).sum()
+    loss.backward()
+    reference.backward()
+    torch.testing.assert_close(loss, reference)
+    torch.testing.assert_close(ours.grad, theirs.grad)
+    with torch.no_grad(), pytest.raises(ValueError, match="the training loss"):
+        token_loss(ours, target, 0.0, weights)

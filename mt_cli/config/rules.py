@@ -52,6 +52,18 @@ def check_recipe(cfg: Config) -> None:
         f"train.max_tokens={t.max_tokens} must hold one pair of data.max_len={d.max_len} tokens per side "
         f"(>= {2 * d.max_len})",
     )
+    _check_term_loss(t.term_loss_weight, d.terms, tok.joint)
+
+
+def _check_term_loss(weight: float, dictionary: str | None, joint: bool) -> None:
+    require(weight > 0, f"train.term_loss_weight={weight} must be over 0 (1: a term's pieces weigh as any)")
+    if weight != 1.0:
+        require(dictionary is not None, "train.term_loss_weight weighs annotated terms: it needs data.terms")
+        require(
+            joint,
+            "train.term_loss_weight finds a term's pieces by their ids on both sides: "
+            "it needs tokenizer.joint",
+        )
 
 
 def check_model(m: ModelConfig) -> None:

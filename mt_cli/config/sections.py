@@ -228,6 +228,10 @@ class TrainConfig:
     # adds this weight times the two predictions' symmetric KL divergence; 0: off. An update then
     # costs about two, so it suits a short fine-tuning on few pairs, where they overfit.
     rdrop: float = 0.0
+    # In a run with data.terms: the loss weight of the target pieces that write a term annotated
+    # in the source (Ailem et al. 2021), so that the model learns to copy it; 1: no more than any
+    # other piece. Needs tokenizer.joint (a term's pieces are found by their ids on both sides).
+    term_loss_weight: float = 1.0
     clip_norm: float = 1.0  # 0 disables clipping
     max_epochs: int = 100
     max_steps: int = 0  # 0: no limit

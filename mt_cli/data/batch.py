@@ -37,6 +37,9 @@ class Batch:
     src_tokens: int  # real (non-pad) tokens in src
     tgt_tokens: int  # real tokens in tgt_out, i.e. the loss's token count
     n_sentences: int
+    # (B, T) float: each target position's weight in the training loss; None: all 1
+    # (``TermWeights`` sets it).
+    tgt_weight: torch.Tensor | None = None
 
     def sentence_lengths(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(B,) real source positions (pieces + EOS) and (B,) real decoder positions per sentence."""
@@ -58,6 +61,7 @@ class Batch:
             src_mask=F.pad(self.src_mask, (0, src_extra), value=False),
             tgt_in=F.pad(self.tgt_in, (0, tgt_extra), value=PAD_ID),
             tgt_out=F.pad(self.tgt_out, (0, tgt_extra), value=PAD_ID),
+            tgt_weight=None if self.tgt_weight is None else F.pad(self.tgt_weight, (0, tgt_extra), value=1.0),
             tgt_mask=_target_mask(target_real),
         )
 
@@ -65,6 +69,7 @@ class Batch:
         """The batch on ``device``. A copy to a GPU goes through pinned memory: from pageable
         memory CUDA waits for the device's queued work before copying, a host stall per batch."""
         tensors = ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask")
+        tensors += ("tgt_weight",) if self.tgt_weight is not None else ()
         pin = torch.device(device).type == "cuda" and not self.src.is_cuda
         moved = {}
         for name in tensors:

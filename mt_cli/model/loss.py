@@ -17,16 +17,22 @@ import torch.nn.functional as F
 from mt_cli.specials import PAD_ID
 
 
-def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
+def token_loss(
+    logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.0, weights: torch.Tensor | None = None
+) -> torch.Tensor:
     """Summed cross-entropy over real target tokens; padding positions count for nothing.
 
     Summed, not averaged: the caller divides by the real target tokens of the whole update
-    (training, across accumulation and ranks) or of the whole split (validation).
+    (training, across accumulation and ranks) or of the whole split (validation). ``weights``
+    (B, T), in training only, scale each position's term (``train.term_loss_weight``).
     """
     flat_logits = logits.reshape(-1, logits.size(-1))  # (B*T, V)
     flat_target = target.reshape(-1)  # (B*T,)
     if torch.is_grad_enabled() and logits.requires_grad:
-        return _SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing)
+        flat_weights = None if weights is None else weights.reshape(-1)  # (B*T,)
+        return _SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing, flat_weights)
+    if weights is not None:
+        raise ValueError("token weights belong to the training loss: validation weighs every token alike")
     return F.cross_entropy(
         flat_logits.float(),  # fp32 whatever the compute dtype
         flat_target,
@@ -53,15 +59,20 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     reduction="sum")`` with the gradient computed in the forward pass.
 
     Per real row: loss = -(1 - s) log p[target] - s mean(log p), whose gradient in the logits is
-    p - (1 - s) onehot(target) - s / V; padding rows have none.
+    p - (1 - s) onehot(target) - s / V; padding rows have none. With ``weights`` (N,) each row's
+    loss and gradient are multiplied by its weight.
     """
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
+    def forward(
+        ctx, logits: torch.Tensor, target: torch.Tensor, smoothing: float, weights: torch.Tensor | None
+    ) -> torch.Tensor:
         log_probs = torch.log_softmax(logits, -1, dtype=torch.float32)  # (N, V)
         column = target.unsqueeze(1)  # (N, 1)
         padding = target == PAD_ID  # (N,)
         likelihood = (1 - smoothing) * log_probs.gather(1, column).squeeze(1) + smoothing * log_probs.mean(-1)
+        if weights is not None:
+            likelihood = likelihood * weights
         loss = -likelihood.masked_fill(padding, 0.0).sum()
         grad = log_probs.exp_()  # (N, V): the probabilities, in place of the log-probabilities
         if smoothing:
@@ -71,6 +82,8 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
             grad.masked_fill_(padding.unsqueeze(1), 0.0)  # nonzero() would wait for the device
         else:
             grad.index_fill_(0, padding.nonzero().squeeze(1), 0.0)  # a pass over the padding rows only
+        if weights is not None:
+            grad.mul_(weights.unsqueeze(1))
         # fp16's range would lose the smallest probabilities before the loss scale multiplies them.
         keep_dtype = torch.float32 if logits.dtype == torch.float16 else logits.dtype
         ctx.save_for_backward(grad.to(keep_dtype))
@@ -78,6 +91,6 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         return loss
 
     @staticmethod
-    def backward(ctx, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+    def backward(ctx, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         (grad,) = ctx.saved_tensors
-        return (grad * grad_loss).to(ctx.logits_dtype), None, None
+        return (grad * grad_loss).to(ctx.logits_dtype), None, None, None

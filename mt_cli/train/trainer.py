@@ -25,6 +25,7 @@ from mt_cli.data.batch import Batch
 from mt_cli.data.epochs import epoch_plan
 from mt_cli.data.loader import EpochLoader
 from mt_cli.data.prepare import TrainingData
+from mt_cli.data.term_weights import TermWeights
 from mt_cli.disk.layout import RunDir
 from mt_cli.errors import CheckpointError
 from mt_cli.model.flops import training_flops
@@ -72,6 +73,8 @@ class Trainer:
         tokenizers = (data.src_tok, data.tgt_tok)
         self.plan = epoch_plan(cfg, data.train, tokenizers, dist.rank, dist.world_size)
         self.loader = EpochLoader(self.plan, cfg.data.workers, tc.seed)
+        weighs_terms = tc.term_loss_weight != 1.0
+        self.term_weights = TermWeights.of(data.src_tok, tc.term_loss_weight) if weighs_terms else None
         self.data_wait = 0.0  # seconds the loop has waited for batches
         self.window = Throughput(None)  # the current log interval's throughput (set up by fit)
         # A trial's validation computes as `mt eval` does, not in a precision chosen by a timing.
@@ -166,6 +169,8 @@ class Trainer:
         """Queue one optimizer update over ``accum_steps`` batches. Its outcome (loss, gradient
         norm, applied or skipped) stays on the device as ``self.pending`` until ``settle`` reads it."""
         tc = self.cfg.train
+        if self.term_weights is not None:
+            batches = [self.term_weights(batch) for batch in batches]
         on_device = [batch.padded(tc.pad_to_multiple).to(self.device) for batch in batches]
         local_tokens = sum(b.tgt_tokens for b in batches)  # real target tokens, this rank
         tokens = self.update_tokens(on_device, local_tokens)  # and all ranks
@@ -197,12 +202,12 @@ class Trainer:
         tc = self.cfg.train
         if not tc.rdrop:
             logits = self.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask)  # (B, T, V)
-            return token_loss(logits, b.tgt_out, tc.label_smoothing), 0.0
+            return token_loss(logits, b.tgt_out, tc.label_smoothing, b.tgt_weight), 0.0
         twice = [torch.cat([x, x]) for x in (b.src, b.tgt_in, b.src_mask, b.tgt_mask)]
         first, second = self.forward(*twice).chunk(2)  # (B, T, V) each
         loss = (
-            token_loss(first, b.tgt_out, tc.label_smoothing)
-            + token_loss(second, b.tgt_out, tc.label_smoothing)
+            token_loss(first, b.tgt_out, tc.label_smoothing, b.tgt_weight)
+            + token_loss(second, b.tgt_out, tc.label_smoothing, b.tgt_weight)
         ) / 2
         return loss, tc.rdrop * symmetric_kl(first, second, b.tgt_out)
 
