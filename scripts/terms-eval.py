@@ -107,6 +107,10 @@ def main() -> None:
     parser.add_argument("--baseline", required=True)
     parser.add_argument("--terms", required=True)
     parser.add_argument("-o", "--output", type=Path, required=True)
+    parser.add_argument(
+        "--decodes", help="comma-separated names of the decodes to run (default: all); the summary needs all"
+    )
+    parser.add_argument("--outputs", type=Path, help="a folder for each decode's translations, NAME.en")
     args = parser.parse_args()
     sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
     references = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.en.gz")
@@ -125,11 +129,23 @@ def main() -> None:
         "append_glossary_of_100000_matching_nothing": (args.terms, nothing, "mt", GlossaryMode.APPEND),
         "append_glossary_ctranslate2_int8": (args.terms, glossary, "ctranslate2", GlossaryMode.APPEND),
     }
+    if args.decodes:
+        unknown = ", ".join(sorted(set(args.decodes.split(",")) - set(runs)))
+        if unknown:
+            parser.error(f"--decodes: no decode named {unknown}; choose from {', '.join(runs)}")
+        runs = {name: runs[name] for name in args.decodes.split(",")}
     found: dict[str, dict[str, float]] = {}
     for name, (run, given, engine, mode) in runs.items():
         texts, rate = decode(run, sources, given, engine, mode)
+        if args.outputs is not None:  # for `mt eval --hyp A --hyp B --ref REF`'s paired bootstrap
+            args.outputs.mkdir(parents=True, exist_ok=True)
+            (args.outputs / f"{name}.en").write_text("".join(t + "\n" for t in texts), encoding="utf-8")
         found[name] = {**scores(texts, references, lines, testset), "sentences_per_s": round(rate, 1)}
         print(name, json.dumps(found[name]), flush=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    if args.decodes:  # a partial run: the decodes alone
+        args.output.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+        return
     result = {
         "testset": {"terms": len(testset), "sentences": len(lines), "glossary_entries": len(pairs)},
         "runs": {"baseline": args.baseline, "terms": args.terms},
@@ -138,7 +154,6 @@ def main() -> None:
         **summary(found),
         "decodes": found,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result))
 
