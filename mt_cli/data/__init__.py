@@ -14,6 +14,7 @@
 - ``sampler``: token-budget batching (training, validation and translation share it)
 - ``dataset``: pairs in memory for validation, and the length rule
 - ``batch``: padded batches with their masks
+- ``term_weights``: the loss weight of the target pieces that write an annotated term
 
 Imports ``text``, ``config``, ``disk`` and below; never ``runtime.distributed`` (whoever runs
 ranks calls data) and never ``model``."""
