@@ -107,7 +107,9 @@ def test_teacher_forced_logits_equal_transformers(imported: TrainedModel, hf: tu
     assert diff < 1e-4, diff
 
 
-@pytest.mark.parametrize(("beams", "alpha"), [(1, 1.0), (4, 1.0), (4, 0.6)])
+@pytest.mark.parametrize(
+    ("beams", "alpha"), [(1, 1.0), pytest.param(4, 1.0, marks=pytest.mark.slow), (4, 0.6)]
+)
 def test_greedy_and_beam_equal_generate_on_1000_lines(
     imported: TrainedModel, hf: tuple[Any, Any], beams: int, alpha: float
 ) -> None:
