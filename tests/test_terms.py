@@ -127,19 +127,32 @@ def test_a_run_with_terms_holds_the_markers_and_annotates_its_training_sources(t
 
     dictionary = tmp_path / "dictionary.tsv"
     dictionary.write_text("Mann\tman\nHund\tdog\nFrau\twoman\nFrau\twife\n", encoding="utf-8")
-    overrides = ["data.train_limit=400", f"data.terms={dictionary}", "data.terms_share=1.0"]
+    overrides = [
+        "data.train_limit=400",
+        "data.max_len=60",
+        f"data.terms={dictionary}",
+        "data.terms_share=1.0",
+    ]
     cfg = load_config(CONFIGS / "tiny.yaml", [*FAST_TRAINING, *overrides])
     src_tok, tgt_tok = prepare_tokenizers(cfg, tmp_path, *tokenizer_sample(cfg), log=quiet)
     assert all(marker in src_tok.tags for marker in MARKERS) and TERM not in tgt_tok.tags
-    corpus = prepare_corpus(cfg, tmp_path, src_tok, tgt_tok, quiet)
-    annotated = 0
+    logged: list[str] = []
+    corpus = prepare_corpus(cfg, tmp_path, src_tok, tgt_tok, logged.append)
+    annotated, sources = 0, 0
     for i in range(len(corpus)):
         src, tgt = corpus.text("src", i), corpus.text("tgt", i)
         for target in re.findall(rf"{TO} (\w+) {END}", src):
             assert target in tgt.lower()  # only where the reference has it
-            annotated += 1
+        annotated += src.count(TO)
+        sources += TO in src
         assert TERM not in tgt
     assert annotated > 100
+    said = re.search(
+        r"train: (\d+) terms annotated in (\d+) of the sources read \(data.terms\)", "\n".join(logged)
+    )
+    dropped = 400 - len(corpus)  # the log counts the pairs read, before the filters
+    assert said and annotated <= int(said[1]) <= annotated + 3 * dropped
+    assert sources <= int(said[2]) <= sources + dropped
 
 
 def test_a_request_glossary_is_an_object_or_tab_separated_lines_and_a_bad_one_a_400() -> None:

@@ -204,7 +204,7 @@ def prepare_corpus(
     made = Counter[str]()
     joined = _with_concatenations(read, entry.concat or 0.0, index, made)
     sprinkled = _with_placeholders(joined, cfg.data.placeholders, index)
-    pairs = batched(_with_terms(sprinkled, cfg, entry, index), ENCODE_CHUNK)
+    pairs = batched(_with_terms(sprinkled, cfg, entry, index, made), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     prefix = corpus_prefix(cfg.data, entry)
     keep = pair_filter(cfg, entry)
@@ -218,6 +218,11 @@ def prepare_corpus(
     log(describe_prepared(name, corpus))
     if made["joined"]:
         log(f"{name}: {made['joined']:,} of the pairs read are two pairs joined (data.concat)")
+    if made["terms"]:
+        log(
+            f"{name}: {made['terms']:,} terms annotated in {made['annotated']:,} of the sources read "
+            "(data.terms); longer sources put fewer pairs in a batch of train.max_tokens"
+        )
     return corpus
 
 
@@ -293,9 +298,12 @@ def terms_dictionary(path: str, src_lang: str, tgt_lang: str) -> Glossary:
         raise DataError(f"data.terms: {err}") from None
 
 
-def _with_terms(pairs: Iterable[Pair], cfg: Config, entry: CorpusConfig, index: int) -> Iterator[Pair]:
+def _with_terms(
+    pairs: Iterable[Pair], cfg: Config, entry: CorpusConfig, index: int, made: Counter[str]
+) -> Iterator[Pair]:
     """``pairs`` with their sources' dictionary terms annotated (``terms.for_training``) in a run
-    with ``data.terms``, the same ones every time for corpus ``index``."""
+    with ``data.terms``, the same ones every time for corpus ``index``; ``made`` counts the
+    annotated sources and terms."""
     if cfg.data.terms is None:
         yield from pairs
         return
@@ -304,6 +312,9 @@ def _with_terms(pairs: Iterable[Pair], cfg: Config, entry: CorpusConfig, index: 
     for src, tgt in pairs:
         if src is not None and tgt is not None:
             src = terms.for_training(src, tgt, dictionary, cfg.data.terms_share, rng, cfg.data.terms_hidden)
+            annotations = src.count(terms.TO)
+            made["terms"] += annotations
+            made["annotated"] += annotations > 0
         yield src, tgt
 
 
