@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The beam-5 translations of Multi30k's held-out German test sets and of test2016, one line per
+# source line, for others to score (issue 53: the references of the held-out sets stay with them):
+#   scripts/heldout.sh RUN SOURCES OUT
+# RUN: a run directory; SOURCES: a folder holding test_2017_flickr.de.gz, test_2017_mscoco.de.gz
+# and test_2018_flickr.de.gz; OUT: where test_2017_flickr.en, ... and test_2016_flickr.en go.
+set -euo pipefail
+if [ $# -ne 3 ]; then
+    echo "usage: scripts/heldout.sh RUN SOURCES OUT" >&2
+    exit 2
+fi
+run=$1 sources=$2 out=$3
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+for name in test_2017_flickr test_2017_mscoco test_2018_flickr; do
+    python -m mt_cli translate --run "$run" --beam 5 -i "$sources/$name.de.gz" -o "$out/$name.en"
+done
+python -m mt_cli translate --run "$run" --beam 5 -i data/multi30k/test_2016_flickr.de.gz -o "$out/test_2016_flickr.en"
+for name in test_2017_flickr test_2017_mscoco test_2018_flickr; do
+    lines=$(zcat "$sources/$name.de.gz" | wc -l)
+    [ "$(wc -l < "$out/$name.en")" -eq "$lines" ] || { echo "error: $out/$name.en is not $lines lines" >&2; exit 1; }
+done
