@@ -166,7 +166,6 @@ def trained_run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
         "data.train_limit=1500",
         "train.max_epochs=3",
         "train.test_at_end=false",
-        "train.amp=off",  # fp32 without train.amp auto's timing trial
         f"run_dir={run_dir}",
     ]
     cfg = load_config(CONFIGS / "tiny.yaml", overrides)
