@@ -231,6 +231,7 @@ class TrainConfig:
     # In a run with data.terms: the loss weight of the target pieces that write a term annotated
     # in the source (Ailem et al. 2021), so that the model learns to copy it; 1: no more than any
     # other piece. Needs tokenizer.joint (a term's pieces are found by their ids on both sides).
+    # The training loss logged is the weighted one; validation's is not weighted.
     term_loss_weight: float = 1.0
     clip_norm: float = 1.0  # 0 disables clipping
     max_epochs: int = 100
