@@ -27,7 +27,7 @@ def test_the_pieces_between_to_and_end_weigh_more_where_the_target_has_them() ->
         [5, 6, 3],  # no annotation
     ]
     targets = [
-        [2, 50, 8, 40, 41, 42, 9, 40, 41, 3],  # "40 41" twice, then inflected ("42" follows)
+        [2, 50, 8, 40, 41, 42, 9, 40, 41, 3],  # "40 41" twice, the first inflected ("42" follows)
         [2, 61, 3],
         [2, 40, 41, 3],  # the same pieces, but its source announces nothing
     ]
