@@ -130,10 +130,11 @@ def main() -> None:
         "append_glossary_ctranslate2_int8": (args.terms, glossary, "ctranslate2", GlossaryMode.APPEND),
     }
     if args.decodes:
-        unknown = ", ".join(sorted(set(args.decodes.split(",")) - set(runs)))
+        chosen = args.decodes.split(",")
+        unknown = ", ".join(sorted(set(chosen) - set(runs)))
         if unknown:
             parser.error(f"--decodes: no decode named {unknown}; choose from {', '.join(runs)}")
-        runs = {name: runs[name] for name in args.decodes.split(",")}
+        runs = {name: runs[name] for name in chosen}
     found: dict[str, dict[str, float]] = {}
     for name, (run, given, engine, mode) in runs.items():
         texts, rate = decode(run, sources, given, engine, mode)
