@@ -351,3 +351,14 @@ def test_a_worker_killed_under_load_is_replaced_and_every_request_answered(train
         and pids[0] not in health["workerPids"]
         and pids[1] in health["workerPids"]
     )
+
+
+def test_a_sentence_cut_to_the_models_positions_is_logged_without_its_words_and_counted(server) -> None:
+    before = httpx.get(f"{server.url}/health").json()["warnedLines"]
+    long = " ".join(["Hund"] * 90)  # more pieces than the tiny model's 64 positions
+    answer = httpx.post(f"{server.url}/translate", json={"q": long, "source": "de", "target": "en"})
+    assert answer.status_code == 200 and answer.json()["translatedText"]
+    assert httpx.get(f"{server.url}/health").json()["warnedLines"] == before + 1
+    [logged] = [line for line in server.stderr if "a sentence of" in line]
+    said = rf"mt serve: a sentence of {len(long)} characters: \d+ source pieces exceed the model's limit"
+    assert re.fullmatch(said + " of 63; the rest is dropped\n", logged), logged

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +26,7 @@ from helpers import (
 
 from mt_cli.config.options import TranslateOptions
 from mt_cli.decode.results import Hypothesis, Translation
+from mt_cli.serve import alternatives
 from mt_cli.serve.app import Settings, create_app
 from mt_cli.serve.detect import Detector
 
@@ -206,3 +208,42 @@ def test_over_the_limit_and_bad_alternatives_are_a_400_json_and_plain_requests_a
         [*command, "-i", str(tmp_path / "in.de")], check=True, capture_output=True, text=True
     )
     assert plain.json() == {"translatedText": printed.stdout.splitlines()}
+
+
+class WarningEngine(NBestEngine):
+    """NBestEngine that warns, as mt's engine does, of each line holding "long" (numbered from 1)
+    and once of the whole call."""
+
+    def _warn(self, lines: Sequence[str], warn) -> None:
+        for number, line in enumerate(lines, start=1):
+            if "long" in line:
+                warn(f"line {number}: cut")
+        warn("the model is slow")
+
+    def translate_lines(self, lines: Sequence[str], options: TranslateOptions, **given: Any) -> list[str]:
+        self._warn(lines, given["warn"])
+        return super().translate_lines(lines, options)
+
+    def translate(self, lines: Sequence[str], options: TranslateOptions, **given: Any) -> list[Translation]:
+        self._warn(lines, given["warn"])
+        return super().translate(lines, options)
+
+
+@pytest.mark.parametrize("n_best", [1, 3])
+def test_each_line_gets_the_warnings_that_name_it_and_those_naming_none(n_best: int) -> None:
+    decode = alternatives.decoder(WarningEngine())
+    options = TranslateOptions(beam=3, n_best=n_best)
+    found = decode(["kurz", "long eins", "long zwei"], options)
+    assert [d.warnings for d in found] == [
+        ("the model is slow",),
+        ("cut", "the model is slow"),
+        ("cut", "the model is slow"),
+    ]
+    assert [len(d.texts) for d in found] == [n_best] * 3 and found[1].texts[0] == "LONG EINS"
+
+
+def test_a_number_past_the_lines_names_none_of_them() -> None:
+    assert alternatives.by_line(["line 3: far", "line 0: before", "line 1: here"], 2) == [
+        ("line 3: far", "line 0: before", "here"),
+        ("line 3: far", "line 0: before"),
+    ]

@@ -374,3 +374,24 @@ def test_parallel_decoders_decode_side_by_side_and_never_more() -> None:
         assert engine.most == 2 and batcher.stats.lines == 12
 
     run(scenario)
+
+
+def test_what_the_engine_warns_of_is_logged_and_counted_once_when_decoded(caplog) -> None:
+    async def scenario() -> None:
+        engine = FakeEngine()
+        said = {"LONG LINE": ("cut to the model's positions",)}
+        options = {"max_queue": 100, "max_queue_pieces": 1000, "batch_pieces": 64, "deadline": 30.0}
+        batcher = Batcher(
+            InProcess(engine, 1), words, **options, cache_size=4, warnings=lambda r: said.get(r, ())
+        )
+        await batcher.start()
+        assert await batcher.translate(["long line", "short"], 0) == ["LONG LINE", "SHORT"]
+        assert await batcher.translate(["long line"], 0) == ["LONG LINE"]  # from the cache
+        await batcher.close()
+        assert batcher.stats.warned_lines == 1
+
+    with caplog.at_level("WARNING", logger="mt.serve"):
+        run(scenario)
+    assert [r.getMessage() for r in caplog.records] == [
+        "mt serve: a sentence of 9 characters: cut to the model's positions"
+    ]

@@ -68,7 +68,7 @@ def create_app(
     ``engine.parallel_batches`` at once), closed with the server."""
     # Keyed by the requests' options: one engine call decodes with one beam and n-best, into one
     # language.
-    batcher: Batcher[TranslateOptions, alternatives.Hypotheses] = Batcher(
+    batcher: Batcher[TranslateOptions, alternatives.Decoded] = Batcher(
         decoders or InProcess(alternatives.decoder(engine), engine.parallel_batches),
         engine.count_pieces,
         settings.max_queue,
@@ -76,6 +76,7 @@ def create_app(
         settings.batch_pieces,
         settings.queue_timeout,
         settings.cache_size,
+        warnings=lambda decoded: decoded.warnings,
     )
     scope = Scope(
         engine.src_lang,
@@ -196,7 +197,7 @@ def _add_api_routes(
 
 def _add_info_routes(
     app: FastAPI,
-    batcher: Batcher[TranslateOptions, alternatives.Hypotheses],
+    batcher: Batcher[TranslateOptions, alternatives.Decoded],
     scope: Scope,
     settings: Settings,
 ) -> None:
@@ -246,6 +247,7 @@ def _add_info_routes(
             "failedRequests": stats.failed_requests,
             "droppedRequests": stats.dropped_requests,
             "lateRequests": stats.late_requests,
+            "warnedLines": stats.warned_lines,
             "cacheHits": batcher.cache.hits,
             "cacheMisses": batcher.cache.misses,
             "decoders": batcher.decoders.parallel,

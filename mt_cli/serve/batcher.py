@@ -18,6 +18,9 @@ the seconds after which to retry from the pieces waiting and the rate measured s
 still waiting ``deadline`` seconds after it came is answered ``Late`` (503), not decoded. A request
 whose caller stopped waiting (the client hung up: its task was cancelled) leaves the pool at once.
 
+What the engine warns of a sentence it decoded (``warnings``: placeholders mended, a source cut to
+the model's positions) is logged once, when it is decoded, and counted (``Stats.warned_lines``).
+
 One request's text never fails another's: if a batch's call raises, each of its sentences is
 decoded again alone, and only the requests whose sentence still fails get the error
 (``EngineFailed``); a decoder that died twice (``decoders.WorkerDied``) fails its batch at once.
@@ -30,6 +33,7 @@ period ends, is answered ``Closed``. ``close()`` waits until every accepted requ
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections import deque
@@ -45,6 +49,7 @@ from mt_cli.serve.pool import Pending, Pooled, SentencePool
 K = TypeVar("K", bound=Hashable)  # a batch's decode settings
 R = TypeVar("R")  # what the engine gives for one line
 Measure = Callable[[list[str]], list[int]]  # sentences -> their source pieces
+logger = logging.getLogger("mt.serve")
 DRAIN_MARGIN_S = 0.5  # kept free at the end of a grace period beyond the longest decode seen
 RATE_BATCHES = 32  # recent batches the decoding rate is measured over
 RETRY_AFTER_MAX_S = 60
@@ -65,6 +70,7 @@ class Stats:
     failed_requests: int = 0  # requests the engine failed on even alone
     dropped_requests: int = 0  # requests whose client left before they were answered
     late_requests: int = 0  # requests answered Late: the deadline passed before their decoding
+    warned_lines: int = 0  # sentences the engine warned of as it decoded them (each logged)
 
 
 class Batcher(Generic[K, R]):
@@ -79,12 +85,15 @@ class Batcher(Generic[K, R]):
         batch_pieces: int,
         deadline: float,
         cache_size: int = 0,
+        warnings: Callable[[R], Sequence[str]] = lambda result: (),
     ) -> None:
+        """``warnings``: what the engine said of a line, from its result."""
         if min(max_queue, max_queue_pieces, batch_pieces) < 1 or deadline <= 0:
             raise ValueError("the queue's bounds, the batch budget and the deadline must be positive")
         self.decoders = decoders
         self._measure = measure
         self._deadline = deadline
+        self._warnings = warnings
         self.pool: SentencePool[K, R] = SentencePool(max_queue, max_queue_pieces, batch_pieces, cache_size)
         self._unanswered: set[Pending[R]] = set()
         self.stats = Stats()
@@ -317,7 +326,17 @@ class Batcher(Generic[K, R]):
         self.stats.longest_decode_s = max(self.stats.longest_decode_s, seconds)
         for observe in self.on_batch:
             observe(len(lines), pieces, seconds)
+        self._log_warnings(lines, results)
         return results
+
+    def _log_warnings(self, lines: list[str], results: list[R]) -> None:
+        # The line's length, not its text: a server's log holds no client's words.
+        for line, result in zip(lines, results):
+            said = self._warnings(result)
+            if said:
+                self.stats.warned_lines += 1
+            for warning in said:
+                logger.warning("mt serve: a sentence of %d characters: %s", len(line), warning)
 
     def _answer(self, sentence: Pooled[K, R], result: R) -> None:
         self.pool.cache.put(sentence.key, sentence.text, result)

@@ -292,7 +292,7 @@ def add_routes(
         job = Job(read_as, (language,), source == "auto", target, "file")
         done = await translating.run(job, options, request.receive)
         [document], [sentences] = done.documents, done.hypotheses
-        translated = await asyncio.to_thread(document.rebuild, [hyps[0] for hyps in sentences])
+        translated = await asyncio.to_thread(document.rebuild, [decoded.texts[0] for decoded in sentences])
         stored = store.put(translated, download_name(name, target), form)
         return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{stored}"}
 

@@ -24,7 +24,7 @@ from starlette.types import Receive
 from mt_cli.config.options import TranslateOptions
 from mt_cli.errors import InputError
 from mt_cli.serve import body, detect
-from mt_cli.serve.alternatives import Hypotheses
+from mt_cli.serve.alternatives import Decoded
 from mt_cli.serve.batcher import Batcher
 from mt_cli.serve.decoders import EngineFailed
 from mt_cli.serve.errors import ApiError, show
@@ -54,7 +54,7 @@ class Job(Generic[D]):
 @dataclass(frozen=True)
 class Done(Generic[D]):
     documents: list[D]
-    hypotheses: list[list[Hypotheses]]  # each document's sentences' hypotheses, best first
+    hypotheses: list[list[Decoded]]  # each document's sentences' hypotheses, best first
     detected: list[detect.Guess]  # each text's language found (source "auto"), else empty
 
 
@@ -62,7 +62,7 @@ class Done(Generic[D]):
 class Translating:
     """The server's parts every job runs through."""
 
-    batcher: Batcher[TranslateOptions, Hypotheses]
+    batcher: Batcher[TranslateOptions, Decoded]
     detector: detect.Detector
     scope: Scope
 
@@ -93,8 +93,8 @@ class Translating:
 
     async def _decode(
         self, lines: list[str], options: TranslateOptions, receive: Receive, what: str
-    ) -> list[Hypotheses]:
-        outputs: list[Hypotheses] = []
+    ) -> list[Decoded]:
+        outputs: list[Decoded] = []
         share = self.scope.max_lines  # one request's share of the queue at a time
         try:
             for start in range(0, len(lines), share):

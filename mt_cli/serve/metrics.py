@@ -15,7 +15,8 @@ Every name starts ``mt_serve_``:
 * ``sentences_decoded_total`` (its ``rate()`` is sentences a second), ``batches_total``,
   ``cache_hits_total``, ``cache_misses_total``, ``late_requests_total``,
   ``failed_requests_total``, ``dropped_requests_total``, ``worker_restarts_total``,
-  ``limit_refusals_total`` (429s for ``--req-limit``).
+  ``limit_refusals_total`` (429s for ``--req-limit``), ``warned_sentences_total`` (sentences the
+  engine warned of, each logged: placeholders mended, a source cut to the model's positions).
 
 Gauges and the batcher's counters are read when scraped (a collector), never copied on the hot
 path. ``--metrics-auth-token T``: a scrape must send ``Authorization: Bearer T``; any other is
@@ -108,6 +109,7 @@ class _Reading:
             "dropped_requests": ("Requests whose client left before their answer", stats.dropped_requests),
             "worker_restarts": ("Decoding worker processes restarted", batcher.decoders.restarts),
             "limit_refusals": ("Requests refused for --req-limit (429)", self.access.refused),
+            "warned_sentences": ("Sentences the engine warned of (logged)", stats.warned_lines),
         }
         for name, (text, value) in counters.items():
             yield CounterMetricFamily(f"{PREFIX}{name}", text, value=value)

@@ -12,7 +12,7 @@ from typing import Any
 from mt_cli.config.options import TranslateOptions
 from mt_cli.documents.document import Document
 from mt_cli.documents.formats import DocumentFormat, read_documents
-from mt_cli.serve.alternatives import Hypotheses, decode_options, join
+from mt_cli.serve.alternatives import Decoded, decode_options, join
 
 
 @dataclass(frozen=True)
@@ -42,14 +42,14 @@ class TranslateRequest:
     def answer(
         self,
         documents: Sequence[Document],
-        hypotheses: Sequence[Sequence[Hypotheses]],
+        hypotheses: Sequence[Sequence[Decoded]],
         detected: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
         """LibreTranslate's answer from each document's sentences' hypotheses (best first), and
         for ``source: "auto"`` the language ``detected`` in each text (``{"confidence", "language"}``)."""
         translated, alternatives = [], []
         for document, sentences in zip(documents, hypotheses, strict=True):
-            translated.append(document.rebuild([hyps[0] for hyps in sentences]))
+            translated.append(document.rebuild([decoded.texts[0] for decoded in sentences]))
             alternatives.append(join(document, sentences, self.alternatives))
         body: dict[str, Any] = {"translatedText": translated if self.batch else translated[0]}
         if self.auto:
