@@ -1,9 +1,10 @@
-# From the repository root, with the term set of scripts/term-testset.py, a run of the recipe
-# without terms (BASE) and one with them (TERMS), trained side by side:
+# From the repository root, with the term set of scripts/term-testset.py, a run without terms (BASE:
+# docs/logs/terms/results.json takes the default recipe's) and one with them (TERMS: the terms
+# recipe's), each trained alone for its hour or side by side at equal updates:
 #   python scripts/terms-eval.py --testset runs/terms/test2016.tsv --baseline BASE --terms TERMS \
 #       -o docs/logs/terms/results.json
-"""Term use, BLEU and speed of a model trained with terms (data.terms) against the same recipe
-without them, on test2016 and its term set, beam 5 (each run's own beam and length penalty).
+"""Term use, BLEU and speed of a model trained with terms (data.terms) against a model without
+them, on test2016 and its term set, beam 5 (each run's own beam and length penalty).
 
 The glossary is the term set's terms (one target per source term). Reported for the baseline (no
 glossary: it cannot take one), the terms model without a glossary, and with it: the share of the
