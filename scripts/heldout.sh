@@ -12,11 +12,15 @@ fi
 run=$1 sources=$2 out=$3
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
+
+# translate SOURCE NAME: OUT/NAME.en, checked to hold one line per source line.
+translate() {
+    python -m mt_cli translate --run "$run" --beam 5 -i "$1" -o "$out/$2.en"
+    lines=$(zcat "$1" | wc -l)
+    [ "$(wc -l < "$out/$2.en")" -eq "$lines" ] || { echo "error: $out/$2.en is not $lines lines" >&2; exit 1; }
+}
+
 for name in test_2017_flickr test_2017_mscoco test_2018_flickr; do
-    python -m mt_cli translate --run "$run" --beam 5 -i "$sources/$name.de.gz" -o "$out/$name.en"
+    translate "$sources/$name.de.gz" "$name"
 done
-python -m mt_cli translate --run "$run" --beam 5 -i data/multi30k/test_2016_flickr.de.gz -o "$out/test_2016_flickr.en"
-for name in test_2017_flickr test_2017_mscoco test_2018_flickr; do
-    lines=$(zcat "$sources/$name.de.gz" | wc -l)
-    [ "$(wc -l < "$out/$name.en")" -eq "$lines" ] || { echo "error: $out/$name.en is not $lines lines" >&2; exit 1; }
-done
+translate data/multi30k/test_2016_flickr.de.gz test_2016_flickr
