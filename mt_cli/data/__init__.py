@@ -6,7 +6,8 @@
 - ``suggestions``: the database of corrections ``mt serve --suggestions`` writes, read back as pairs;
   ``suggestion_keys``: the keyed hash (and its secret file) it stores API keys as
 - ``filters``: which pairs are kept, and the count of what each rule dropped
-- ``prepare``, ``prepared``: from a config to the prepared corpus on disk, and reading it
+- ``prepare``, ``prepared``: from a config to the prepared corpus on disk, and reading it;
+  ``augment``: what prepare does to the pairs it reads (mixSeq, placeholders, terms)
 - ``mixing``: several prepared corpora seen as one, each drawn by its weight
 - ``epochs``: the plans of an epoch's batches over whatever pairs a corpus draws (fixed pieces, or
   BPE-dropout's pools)

@@ -8,17 +8,16 @@ corpus (``train.run``); this module loads, samples, encodes and filters, and rep
 
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mt_cli.config.sections import Config, CorpusConfig
-from mt_cli.data import synthetic
+from mt_cli.data import augment, synthetic
 from mt_cli.data.corpus import load_corpus, train_fingerprint, train_pairs
 from mt_cli.data.filters import Filtered, PairFilter
 from mt_cli.data.formats import Pair
@@ -28,8 +27,6 @@ from mt_cli.disk.files import file_sha256
 from mt_cli.disk.layout import RunDir
 from mt_cli.disk.reading import batched
 from mt_cli.errors import DataError
-from mt_cli.text import placeholders, terms
-from mt_cli.text.glossary import Glossary
 from mt_cli.text.tags import check_tags, corpus_prefix, source_tags
 from mt_cli.text.tokenizer import Tokenizer, tokenizer_path, tokenizer_stats
 
@@ -38,12 +35,6 @@ if TYPE_CHECKING:
 
 ENCODE_CHUNK = 50_000  # pairs encoded per SentencePiece call (it spreads them over every core)
 SAMPLE_SEED = 0  # the tokenizers' sample does not change with train.seed: runs share tokenizers
-PLACEHOLDER_SEED = 1  # which training pairs get placeholders, and where: the same in every run
-TERMS_SEED = 2  # which dictionary matches are annotated: the same in every run
-CONCAT_SEED = 3  # which pairs data.concat joins: the same in every run
-# data.concat joins a pair with one at most this many pairs on: a stream of any size is joined in
-# one pass, holding at most this many pairs (times the probability).
-CONCAT_REACH = 1000
 
 
 @dataclass(frozen=True)
@@ -122,7 +113,7 @@ def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
     corpora are one stream, one after another; text that holds a tag of the run is refused here,
     before a tokenizer learns from it, and so is a term dictionary (``data.terms``) mt cannot read."""
     if cfg.data.terms is not None:  # read first: a bad dictionary fails before a tokenizer trains
-        terms_dictionary(cfg.data.terms, cfg.data.src_lang, cfg.data.tgt_lang)
+        augment.terms_dictionary(cfg.data.terms, cfg.data.src_lang, cfg.data.tgt_lang)
     size = cfg.tokenizer.sample_sentences
     rng = random.Random(SAMPLE_SEED)
     reservoir: list[tuple[int, tuple[str, str]]] = []
@@ -164,7 +155,7 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
     if cfg.data.placeholders > 0:
         recipe["placeholders"] = cfg.data.placeholders
     if cfg.data.terms is not None:
-        dictionary = terms_dictionary(cfg.data.terms, entry.src_lang, entry.tgt_lang)
+        dictionary = augment.terms_dictionary(cfg.data.terms, entry.src_lang, entry.tgt_lang)
         recipe["terms"] = {"dictionary": dictionary.fingerprint, "share": cfg.data.terms_share}
         if cfg.data.terms_hidden > 0:  # a recipe without it keeps the key it always had
             recipe["terms"]["hidden"] = cfg.data.terms_hidden
@@ -202,9 +193,9 @@ def prepare_corpus(
     dropped = Filtered()  # a translated corpus's min_score counts here first
     read = _refuse_tags(train_pairs(entry, dropped), source_tags(cfg.data))
     made = Counter[str]()
-    joined = _with_concatenations(read, entry.concat or 0.0, index, made)
-    sprinkled = _with_placeholders(joined, cfg.data.placeholders, index)
-    pairs = batched(_with_terms(sprinkled, cfg, entry, index, made), ENCODE_CHUNK)
+    joined = augment.with_concatenations(read, entry.concat or 0.0, index, made)
+    sprinkled = augment.with_placeholders(joined, cfg.data.placeholders, index)
+    pairs = batched(augment.with_terms(sprinkled, cfg, entry, index, made), ENCODE_CHUNK)
     chunks = (([src for src, _ in chunk], [tgt for _, tgt in chunk]) for chunk in pairs)
     prefix = corpus_prefix(cfg.data, entry)
     keep = pair_filter(cfg, entry)
@@ -239,83 +230,6 @@ def training_corpus(cfg: Config, parts: list[PreparedCorpus]) -> PreparedCorpus 
     run do not change), else the corpora mixed by weight."""
     weights = [entry.weight for entry in cfg.data.entries()]
     return parts[0] if weights == [1.0] else MixedCorpus(parts, weights)
-
-
-def _with_concatenations(
-    pairs: Iterable[Pair], probability: float, index: int, made: Counter[str] | None = None
-) -> Iterator[Pair]:
-    """``pairs``, and with ``probability`` each joined with a later one, 1 to ``CONCAT_REACH``
-    pairs on, drawn at random (``data.concat``: mixSeq), the same ones every time for corpus
-    ``index``; ``made["joined"]`` counts them. One pass in bounded memory: every pair starts a
-    joined pair with the probability, and is the second of one as often, but for the first and
-    last ``CONCAT_REACH``."""
-    if probability == 0:
-        yield from pairs
-        return
-    rng = random.Random(CONCAT_SEED + index)
-    waiting: dict[int, list[tuple[str, str]]] = {}  # position -> the pairs to be joined with it
-    for position, (src, tgt) in enumerate(pairs):
-        yield src, tgt
-        firsts = waiting.pop(position, [])
-        if src is None or tgt is None or not src.strip() or not tgt.strip():
-            if firsts:  # a pair that cannot be joined passes its turn to the next
-                waiting.setdefault(position + 1, []).extend(firsts)
-            continue
-        for first_src, first_tgt in firsts:
-            yield f"{first_src} {src}", f"{first_tgt} {tgt}"
-        if made is not None:
-            made["joined"] += len(firsts)
-        if rng.random() < probability:
-            waiting.setdefault(position + rng.randint(1, CONCAT_REACH), []).append((src, tgt))
-
-
-def _with_placeholders(pairs: Iterable[Pair], share: float, index: int) -> Iterator[Pair]:
-    """``pairs`` with the placeholder pieces both sides hold masked (``placeholders.mask_pair``) and
-    symbols put into ``share`` of the others (``placeholders.sprinkle``), the same ones every time
-    for corpus ``index``."""
-    if share == 0:
-        yield from pairs
-        return
-    rng = random.Random(PLACEHOLDER_SEED + index)
-    for src, tgt in pairs:
-        if src is None or tgt is None:
-            yield src, tgt
-        elif (masked := placeholders.mask_pair(src, tgt)) is not None:
-            yield masked
-        elif rng.random() < share:
-            yield placeholders.sprinkle(src, tgt, rng)
-        else:
-            yield src, tgt
-
-
-@functools.lru_cache(maxsize=4)  # read once for the tokenizers' check, the recipe and the annotations
-def terms_dictionary(path: str, src_lang: str, tgt_lang: str) -> Glossary:
-    """The term dictionary of ``data.terms`` (several targets a term allowed); ``DataError`` naming
-    ``data.terms`` for a missing file or a line mt cannot read."""
-    try:
-        return Glossary.read(path, src_lang, tgt_lang, several_targets=True)
-    except DataError as err:
-        raise DataError(f"data.terms: {err}") from None
-
-
-def _with_terms(
-    pairs: Iterable[Pair], cfg: Config, entry: CorpusConfig, index: int, made: Counter[str]
-) -> Iterator[Pair]:
-    """``pairs`` with their sources' dictionary terms annotated (``terms.for_training``) in a run
-    with ``data.terms``, the same ones every time for corpus ``index``; ``made`` counts the
-    annotated sources and terms."""
-    if cfg.data.terms is None:
-        yield from pairs
-        return
-    dictionary = terms_dictionary(cfg.data.terms, entry.src_lang, entry.tgt_lang)
-    rng = random.Random(TERMS_SEED + index)
-    for src, tgt in pairs:
-        if src is not None and tgt is not None:
-            src = terms.for_training(src, tgt, dictionary, cfg.data.terms_share, rng, cfg.data.terms_hidden)
-            annotations = src.count(terms.TO)
-            made["terms"] += annotations
-            made["annotated"] += annotations > 0
-        yield src, tgt
 
 
 def corpus_name(cfg: Config, index: int) -> str:
