@@ -2,6 +2,7 @@
 #   python scripts/term-testset.py --dictionary runs/terms/freedict-de-en.tsv -o runs/terms/test2016.tsv
 # and the term use of translations of test2016 (one line per source line):
 #   python scripts/term-testset.py --dictionary ... --testset runs/terms/test2016.tsv --hypotheses out.en
+# (--split val: the same of the validation set, where a length penalty is chosen)
 """A term test set from test2016 and a bilingual dictionary, and the term use of translations.
 
 The method (as Dinu et al. 2019 build theirs from Wiktionary and IATE): a dictionary term counts
@@ -26,6 +27,8 @@ from pathlib import Path
 from mt_cli.disk.reading import read_lines
 from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.text.glossary import WORD, Glossary, lemma_candidates
+
+SPLITS = ("test_2016_flickr", "val")  # the shipped files' names
 
 
 def build(dictionary: Glossary, sources: list[str], references: list[str]) -> list[tuple[int, str, str]]:
@@ -76,6 +79,7 @@ def main() -> None:
     parser.add_argument("--testset", type=Path, help="score --hypotheses on this set, made before")
     parser.add_argument("--hypotheses", type=Path)
     parser.add_argument("-o", "--output", type=Path, help="write the set here")
+    parser.add_argument("--split", choices=SPLITS, default=SPLITS[0], help="the Multi30k split")
     args = parser.parse_args()
     if args.testset is not None:
         testset = [
@@ -84,14 +88,13 @@ def main() -> None:
         print(json.dumps(use(testset, read_lines(args.hypotheses))))
         return
     dictionary = Glossary.read(args.dictionary, "de", "en", several_targets=True)
-    sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
-    references = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.en.gz")
+    sources = read_lines(SHIPPED_MULTI30K / f"{args.split}.de.gz")
+    references = read_lines(SHIPPED_MULTI30K / f"{args.split}.en.gz")
     testset = build(dictionary, sources, references)
     args.output.write_text("".join(f"{n}\t{s}\t{t}\n" for n, s, t in testset), encoding="utf-8")
     lines = sorted({n for n, _, _ in testset})
-    print(
-        f"{len(testset):,} terms in {len(lines):,} of test2016's {len(sources):,} sentences -> {args.output}"
-    )
+    where = f"{len(lines):,} of {args.split}'s {len(sources):,} sentences"
+    print(f"{len(testset):,} terms in {where} -> {args.output}")
 
 
 if __name__ == "__main__":

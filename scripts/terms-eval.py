@@ -3,6 +3,9 @@
 # recipe's), each trained alone for its hour or side by side at equal updates:
 #   python scripts/terms-eval.py --testset runs/terms/test2016.tsv --baseline BASE --terms TERMS \
 #       -o docs/logs/terms/results.json
+# and a terms run's length penalty chosen on val (a term set made with term-testset.py --split val):
+#   python scripts/terms-eval.py --split val --testset runs/terms/val.tsv --baseline BASE --terms TERMS \
+#       --decodes append,append_glossary --terms-length-penalty 1.5 -o val-1.5.json
 """Term use, BLEU and speed of a model trained with terms (data.terms) against a model without
 them, on test2016 and its term set, beam 5 (each run's own beam and length penalty).
 
@@ -44,13 +47,15 @@ def decode(
     glossary: Glossary | None,
     engine: str,
     mode: GlossaryMode = GlossaryMode.APPEND,
+    length_penalty: float | None = None,
 ) -> tuple[list[str], float]:
-    """The run's translations of ``sources`` and sentences/s (one process, after a warm-up)."""
+    """The run's translations of ``sources`` and sentences/s (one process, after a warm-up), with
+    the run's own length penalty unless ``length_penalty`` says another."""
     if engine == "mt":
         model = mt_cli.load(run, device="cpu", processes=1, warn=lambda message: None)
     else:  # the run's CTranslate2 export, int8 as `mt serve` decodes it by default
         model = mt_cli.load(run, engine=engine, device="cpu", compute_type="int8", warn=lambda message: None)
-    options = TranslateOptions(glossary=glossary, glossary_mode=mode)
+    options = TranslateOptions(glossary=glossary, glossary_mode=mode, length_penalty=length_penalty)
     model.translate(sources[:64], options)
     started = time.perf_counter()
     texts = [t.text for t in model.translate(sources, options)]
@@ -112,9 +117,17 @@ def main() -> None:
         "--decodes", help="comma-separated names of the decodes to run (default: all); the summary needs all"
     )
     parser.add_argument("--outputs", type=Path, help="a folder for each decode's translations, NAME.en")
+    parser.add_argument(
+        "--split", choices=term_testset.SPLITS, default=term_testset.SPLITS[0], help="the --testset's split"
+    )
+    parser.add_argument(
+        "--terms-length-penalty",
+        type=float,
+        help="the terms run's length penalty instead of its own (a run trained before its recipe's changed)",
+    )
     args = parser.parse_args()
-    sources = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.de.gz")
-    references = read_lines(SHIPPED_MULTI30K / "test_2016_flickr.en.gz")
+    sources = read_lines(SHIPPED_MULTI30K / f"{args.split}.de.gz")
+    references = read_lines(SHIPPED_MULTI30K / f"{args.split}.en.gz")
     testset = [(int(n), s, t) for n, s, t in (line.split("\t") for line in read_lines(args.testset) if line)]
     pairs = sorted({(s, t) for _, s, t in testset})
     glossary = Glossary.parse([f"{s}\t{t}" for s, t in pairs], "glossary", "de", "en")
@@ -138,7 +151,8 @@ def main() -> None:
         runs = {name: runs[name] for name in chosen}
     found: dict[str, dict[str, float]] = {}
     for name, (run, given, engine, mode) in runs.items():
-        texts, rate = decode(run, sources, given, engine, mode)
+        penalty = args.terms_length_penalty if run == args.terms else None
+        texts, rate = decode(run, sources, given, engine, mode, penalty)
         if args.outputs is not None:  # for `mt eval --hyp A --hyp B --ref REF`'s paired bootstrap
             args.outputs.mkdir(parents=True, exist_ok=True)
             (args.outputs / f"{name}.en").write_text("".join(t + "\n" for t in texts), encoding="utf-8")
@@ -151,6 +165,7 @@ def main() -> None:
     result = {
         "testset": {"terms": len(testset), "sentences": len(lines), "glossary_entries": len(pairs)},
         "runs": {"baseline": args.baseline, "terms": args.terms},
+        "terms_length_penalty": args.terms_length_penalty,
         # The references themselves hold 82% of the set's terms exactly: the rest inflected.
         "term_use_reference": term_testset.use(testset, references),
         **summary(found),
