@@ -7,7 +7,8 @@
 #   python scripts/terms-eval.py --split val --testset runs/terms/val.tsv --baseline BASE --terms TERMS \
 #       --decodes append,append_glossary --terms-length-penalty 1.5 -o val-1.5.json
 """Term use, BLEU and speed of a model trained with terms (data.terms) against a model without
-them, on test2016 and its term set, beam 5 (each run's own beam and length penalty).
+them, on test2016 (or val: ``--split``) and its term set, beam 5 (each run's own beam and length
+penalty, or ``--terms-length-penalty`` for the terms run).
 
 The glossary is the term set's terms (one target per source term). Reported for the baseline (no
 glossary: it cannot take one), the terms model without a glossary, and with it: the share of the
