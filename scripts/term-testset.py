@@ -31,6 +31,16 @@ from mt_cli.text.glossary import WORD, Glossary, lemma_candidates
 SPLITS = ("test_2016_flickr", "val")  # the shipped files' names
 
 
+def split_texts(split: str) -> tuple[list[str], list[str]]:
+    """The shipped German sources and English references of ``split`` (one of ``SPLITS``)."""
+    return read_lines(SHIPPED_MULTI30K / f"{split}.de.gz"), read_lines(SHIPPED_MULTI30K / f"{split}.en.gz")
+
+
+def read(path: Path) -> list[tuple[int, str, str]]:
+    """A term set written by ``main``: (line, source term, target term)."""
+    return [(int(n), s, t) for n, s, t in (line.split("\t") for line in read_lines(path) if line)]
+
+
 def build(dictionary: Glossary, sources: list[str], references: list[str]) -> list[tuple[int, str, str]]:
     """(line, source term, target term) of each dictionary term whose translation the line's
     reference holds; a source term the references translate in several ways keeps its most
@@ -82,14 +92,10 @@ def main() -> None:
     parser.add_argument("--split", choices=SPLITS, default=SPLITS[0], help="the Multi30k split")
     args = parser.parse_args()
     if args.testset is not None:
-        testset = [
-            (int(n), s, t) for n, s, t in (line.split("\t") for line in read_lines(args.testset) if line)
-        ]
-        print(json.dumps(use(testset, read_lines(args.hypotheses))))
+        print(json.dumps(use(read(args.testset), read_lines(args.hypotheses))))
         return
     dictionary = Glossary.read(args.dictionary, "de", "en", several_targets=True)
-    sources = read_lines(SHIPPED_MULTI30K / f"{args.split}.de.gz")
-    references = read_lines(SHIPPED_MULTI30K / f"{args.split}.en.gz")
+    sources, references = split_texts(args.split)
     testset = build(dictionary, sources, references)
     args.output.write_text("".join(f"{n}\t{s}\t{t}\n" for n, s, t in testset), encoding="utf-8")
     lines = sorted({n for n, _, _ in testset})

@@ -33,8 +33,6 @@ import sacrebleu
 
 import mt_cli
 from mt_cli.config.options import GlossaryMode, TranslateOptions
-from mt_cli.disk.reading import read_lines
-from mt_cli.disk.resources import SHIPPED_MULTI30K
 from mt_cli.text.glossary import Glossary
 
 _spec = importlib.util.spec_from_file_location("term_testset", Path(__file__).with_name("term-testset.py"))
@@ -127,9 +125,8 @@ def main() -> None:
         help="the terms run's length penalty instead of its own (a run trained before its recipe's changed)",
     )
     args = parser.parse_args()
-    sources = read_lines(SHIPPED_MULTI30K / f"{args.split}.de.gz")
-    references = read_lines(SHIPPED_MULTI30K / f"{args.split}.en.gz")
-    testset = [(int(n), s, t) for n, s, t in (line.split("\t") for line in read_lines(args.testset) if line)]
+    sources, references = term_testset.split_texts(args.split)
+    testset = term_testset.read(args.testset)
     pairs = sorted({(s, t) for _, s, t in testset})
     glossary = Glossary.parse([f"{s}\t{t}" for s, t in pairs], "glossary", "de", "en")
     lines = sorted({n for n, _, _ in testset})
