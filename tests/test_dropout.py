@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mt_cli.model.dropout import Dropout, TokenDropout
+from mt_cli.model.dropout import Dropout, TokenDropout, within_spans
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3])
@@ -105,3 +105,22 @@ def test_token_replacement_puts_random_words_beside_unk_and_never_touches_specia
     torch.manual_seed(1)
     without = TokenDropout(0.1, unk_id=1, first_word_id=4).train()(tokens)
     assert torch.equal(without == 1, unk)  # the same draws as word dropout alone
+
+
+def test_spans_run_from_each_open_to_its_close_and_an_unclosed_one_to_the_end() -> None:
+    tokens = torch.tensor([[5, 7, 6, 8, 9, 6, 5], [7, 5, 8, 7, 6, 6, 0]])  # 7 opens, 8 closes
+    expected = [[0, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1]]
+    assert within_spans(tokens, 7, 8).tolist() == [[bool(x) for x in row] for row in expected]
+
+
+def test_token_dropout_keeps_spared_spans_whole_and_drops_the_rest_at_rate_p() -> None:
+    torch.manual_seed(0)
+    tokens = torch.randint(10, 100, (400, 50))
+    tokens[:, 10], tokens[:, 16] = 5, 6  # an annotation: positions 10 to 16
+    tokens[:, 30] = 5  # one left open: 30 to the end
+    layer = TokenDropout(0.3, unk_id=1, first_word_id=4).train()
+    layer.spare(5, 6)
+    replaced = layer(tokens) != tokens
+    assert not replaced[:, 10:17].any() and not replaced[:, 30:].any()
+    outside = torch.cat([replaced[:, :10], replaced[:, 17:30]], dim=1)
+    assert outside.float().mean().item() == pytest.approx(0.3, abs=0.01)

@@ -13,8 +13,10 @@ from mt_cli.config.recipe import load_config
 from mt_cli.config.sections import Config
 from mt_cli.data.batch import Batch, collate
 from mt_cli.data.term_weights import TermWeights
+from mt_cli.disk.layout import RunDir
 from mt_cli.errors import ConfigError
-from mt_cli.text.terms import END, TO
+from mt_cli.text.pieces import Tokenizer
+from mt_cli.text.terms import END, TERM, TO
 
 WEIGHTS = TermWeights(to_id=90, end_id=91, space_id=4, weight=3.0)
 TERM_ID = 89  # "<term>"
@@ -87,6 +89,34 @@ def test_training_weighs_the_terms_of_every_batch(tmp_path: Path, monkeypatch: p
     )
     train(cfg, tmp_path / "run", resume=False, log=lambda message: None)
     assert len(weighted) == 4 and all(count > 0 for count in weighted)
+
+
+def test_token_dropout_never_touches_an_annotation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mt_cli.model.dropout import TokenDropout, within_spans
+    from mt_cli.train.run import train
+
+    seen: list[tuple[torch.Tensor, torch.Tensor, tuple[int, int] | None]] = []  # (ids, dropped, spared)
+    drop = TokenDropout.forward
+
+    def recorded(self: TokenDropout, tokens: torch.Tensor) -> torch.Tensor:
+        out = drop(self, tokens)
+        if self.training and self.spared is not None:
+            seen.append((tokens, out, self.spared))
+        return out
+
+    monkeypatch.setattr(TokenDropout, "forward", recorded)
+    cfg = terms_recipe(
+        tmp_path, "model.src_token_dropout=0.3", "train.max_steps=4", f"run_dir={tmp_path / 'run'}"
+    )
+    train(cfg, tmp_path / "run", resume=False, log=lambda message: None)
+    assert len(seen) == 4  # the source side of each update; the target side spares nothing
+    tokenizer = Tokenizer.load(RunDir(tmp_path / "run").tokenizer("de"), "de")
+    assert seen[0][2] == tuple(tokenizer.to_ids([TERM, END]))
+    for tokens, out, (open_id, close_id) in seen:
+        annotation = within_spans(tokens, open_id, close_id)
+        assert annotation.any() and torch.equal(out[annotation], tokens[annotation])
+        dropped = (out != tokens) & (tokens >= 4)
+        assert dropped.any()  # the rest of the source still loses words
 
 
 @pytest.mark.parametrize(

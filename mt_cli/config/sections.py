@@ -190,7 +190,9 @@ class ModelConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
-    src_token_dropout: float = 0.0  # training source pieces replaced by <unk> with this probability
+    # Training source pieces replaced by <unk> with this probability; with data.terms, never
+    # a piece of a term annotation (<term> to </term>): an instruction to copy is kept whole.
+    src_token_dropout: float = 0.0
     tgt_token_dropout: float = 0.0  # the same on the decoder's teacher-forced input pieces
     # SwitchOut-style (Wang et al. 2018): training pieces replaced by a random piece of the
     # vocabulary with this probability (beside, not instead of, the token dropout above).

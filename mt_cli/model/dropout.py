@@ -50,6 +50,11 @@ class TokenDropout(nn.Module):
     start symbol stay as they were. One uniform per token decides both; the draws come from the
     default generator, like ``Dropout``, so seeding and saved RNG state cover them (and without
     ``replace`` they are the draws word dropout always made).
+
+    ``spare(open_id, close_id)`` keeps every span from an ``open_id`` to its ``close_id`` whole: a
+    term annotation ("<term> Hund <to> hound </term>") is an instruction to copy, and with a
+    piece of it dropped (at p = 0.1, 4 in 10 annotations of five pieces) the model learns that
+    the instruction may be wrong.
     """
 
     def __init__(
@@ -63,12 +68,19 @@ class TokenDropout(nn.Module):
         self.p, self.replace = p, replace
         self.unk_id = unk_id
         self.first_word_id, self.vocab_size = first_word_id, vocab_size
+        self.spared: tuple[int, int] | None = None  # (open id, close id) of the spans kept whole
+
+    def spare(self, open_id: int, close_id: int) -> None:
+        """Keep the spans from ``open_id`` to ``close_id`` (both included) from now on."""
+        self.spared = (open_id, close_id)
 
     def forward(self, tokens: Tensor) -> Tensor:
         if not self.training or self.p + self.replace == 0.0:
             return tokens
         draw = torch.rand(tokens.shape, device=tokens.device)  # (B, L)
         words = tokens >= self.first_word_id  # (B, L)
+        if self.spared is not None:
+            words &= ~within_spans(tokens, *self.spared)
         out = tokens.masked_fill((draw < self.p) & words, self.unk_id)
         if not self.replace:
             return out
@@ -77,4 +89,12 @@ class TokenDropout(nn.Module):
         return torch.where(swap, random_ids, out)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, replace={self.replace}, unk_id={self.unk_id}"
+        return f"p={self.p}, replace={self.replace}, unk_id={self.unk_id}, spared={self.spared}"
+
+
+def within_spans(tokens: Tensor, open_id: int, close_id: int) -> Tensor:
+    """(B, L) -> (B, L) bool: the positions from each ``open_id`` to the next ``close_id``, both
+    included (an unclosed span runs to the end; spans do not nest)."""
+    opened = (tokens == open_id).cumsum(-1)  # (B, L): opens so far, this position's included
+    closing = tokens == close_id  # (B, L)
+    return (opened - closing.cumsum(-1) + closing.long()) > 0

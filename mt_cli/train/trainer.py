@@ -36,6 +36,7 @@ from mt_cli.runtime.distributed import Distributed
 from mt_cli.runtime.flops import peak_flops
 from mt_cli.runtime.precision import ComputeType, amp_compute_type
 from mt_cli.specials import PAD_ID
+from mt_cli.text import terms
 from mt_cli.train.amp import Precision
 from mt_cli.train.optim import learning_rate, make_optimizer
 from mt_cli.train.outcome import Settled, UpdateOutcome
@@ -65,6 +66,8 @@ class Trainer:
         tc = cfg.train
         self.device = dist.device(resolve_device(tc.device))
         self.model = build_model(cfg.model, data.src_tok.vocab_size, data.tgt_tok.vocab_size).to(self.device)
+        if cfg.data.terms is not None:  # token dropout keeps each term annotation whole
+            self.model.src_token_dropout.spare(*data.src_tok.to_ids([terms.TERM, terms.END]))
         self.precision = self.choose_precision()
         freeze(self.model, tc.freeze)  # before the optimizer and DDP, which both leave frozen ones out
         self.optimizer = make_optimizer(self.model, tc)
