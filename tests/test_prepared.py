@@ -103,6 +103,19 @@ def test_a_second_prepare_reuses_and_any_change_makes_a_new_one(tiny_corpus: Tin
     assert prepared_directory(cfg, tiny_corpus.root, other_tokenizer) != first.directory
 
 
+def test_a_corpus_listed_twice_gets_two_draws_of_its_augmentations(tiny_corpus: TinyCorpus) -> None:
+    twice = "data.corpora=[{source: multi30k, weight: 0.5}, {source: multi30k, weight: 0.5}]"
+    toks = (tiny_corpus.src_tok, tiny_corpus.tgt_tok)
+    joined = tiny(twice, "data.concat=0.5")
+    made = [prepare_corpus(joined, tiny_corpus.root, *toks, quiet, k) for k in (0, 1)]
+    assert made[0].directory != made[1].directory
+    texts = [{corpus.text("src", i) for i in range(len(corpus))} for corpus in made]
+    assert len(texts[0]) > 800 and len(texts[1]) > 800  # the 800 pairs, and some joined
+    assert texts[0] != texts[1]  # other pairs joined in each
+    plain = [prepare_corpus(tiny(twice), tiny_corpus.root, *toks, quiet, k) for k in (0, 1)]
+    assert plain[0].directory == plain[1].directory  # nothing drawn: one corpus, prepared once
+
+
 def test_changed_training_files_make_a_new_one(
     tiny_corpus: TinyCorpus, tmp_path: Path, data_dir: Path
 ) -> None:

@@ -132,10 +132,10 @@ def tokenizer_sample(cfg: Config) -> tuple[list[str], list[str]]:
     return [src for _, (src, _) in reservoir], [tgt for _, (_, tgt) in reservoir]
 
 
-def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = None) -> dict:
-    """What a prepared corpus (of ``entry``, default the first corpus) is made from: a change to
-    any of it makes a new one. A corpus alone and untagged has the key it always had."""
-    entry = entry or cfg.data.entries()[0]
+def prepared_recipe(cfg: Config, run_root: Path, index: int = 0) -> dict:
+    """What a prepared corpus (of corpus ``index`` of ``data.entries()``) is made from: a change
+    to any of it makes a new one. A corpus alone and untagged has the key it always had."""
+    entry = cfg.data.entries()[index]
     recipe = {
         "train": train_fingerprint(entry),
         "max_len": cfg.data.max_len,
@@ -161,6 +161,9 @@ def prepared_recipe(cfg: Config, run_root: Path, entry: CorpusConfig | None = No
             recipe["terms"]["hidden"] = cfg.data.terms_hidden
     if entry.translated:  # where its pairs came from: teacher runs, checkpoints, decoding
         recipe["origin"] = synthetic.resolve(entry).provenance()
+    seeded = entry.concat or cfg.data.placeholders > 0 or cfg.data.terms is not None
+    if index > 0 and seeded:  # the augmentations draw per corpus: a corpus listed twice, two draws
+        recipe["augment_seeds"] = index
     return recipe
 
 
@@ -182,7 +185,7 @@ def prepare_corpus(
     from tqdm import tqdm
 
     entry, name = cfg.data.entries()[index], corpus_name(cfg, index)
-    recipe = prepared_recipe(cfg, run_root, entry)
+    recipe = prepared_recipe(cfg, run_root, index)
     directory = prepared_directory(cfg, run_root, recipe)
     if directory.exists():
         corpus = PreparedCorpus.open(directory, (src_tok.vocab_size, tgt_tok.vocab_size))
