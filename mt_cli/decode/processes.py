@@ -110,11 +110,7 @@ class BatchPool:
                 initializer=_start_worker,
                 initargs=(self.decode, os.getpid()),
             )
-            stop = weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
-            # Not again at exit: concurrent.futures' own exit hook has stopped the pool by then,
-            # and a second shutdown races its closing of the wakeup pipe in Pythons without the fix
-            # of CPython gh-125451 ("Bad file descriptor"). The workers die with this process.
-            stop.atexit = False
+            weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
         return self._executor
 
     def close(self) -> None:
