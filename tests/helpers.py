@@ -39,7 +39,9 @@ if TYPE_CHECKING:
     from mt_cli.config.options import Sampling
     from mt_cli.config.sections import Config
     from mt_cli.data.prepare import TrainingData
+    from mt_cli.decode.ctranslate2 import CTranslate2Engine
     from mt_cli.decode.hypotheses import Decoder, Found
+    from mt_cli.decode.translator import Translator
     from mt_cli.model.transformer import Transformer
     from mt_cli.text.tokenizer import Tokenizer
 
@@ -273,6 +275,37 @@ def greedy_tokens(
 
     found = ModelSearches(model, src, src_mask, max_len_a, max_len_b).greedy(0.0, scored=False)
     return [hypotheses[0].tokens for hypotheses in found]
+
+
+def assert_ctranslate2_searches_agree(
+    ours: Translator, engine: CTranslate2Engine, lines: list[str], options: TranslateOptions
+) -> None:
+    """A run's fp32 CTranslate2 export finds what mt fp32 finds, line for line, on the lines where
+    neither engine's best ran to its length limit (there mt scores a forced EOS and CTranslate2
+    stops). Greedy search must agree everywhere. Beam search may differ on a few lines and for two
+    reasons that are not the export's: a near-tie that the last bits of fp32 tip (the tiny test
+    model, trained on the machine that runs the tests, has different ties on each CPU), and the
+    stopping rules (mt ends a sentence once k hypotheses have finished, CTranslate2 once its top
+    beam has, so it can find a longer, better-normalised one). On each such line both engines
+    must give both hypotheses the same log-probability: a wrong export scores differently."""
+    from mt_cli.decode.hypotheses import output_limit
+
+    found, theirs = ours.translate(lines, options), engine.translate(lines, options)
+    dec, positions = ours.card.decode, ours.card.model.max_positions
+    sources = ours.encode_sources(lines, warn=quiet)
+    limits = [output_limit(len(ids), dec.max_len_a, dec.max_len_b, positions) for ids in sources]
+    ended = [
+        i
+        for i, limit in enumerate(limits)
+        if max(len(found[i].best.tokens), len(theirs[i].best.tokens)) < limit - 1
+    ]
+    assert len(ended) >= len(lines) // 4  # a tiny model has its runaways
+    differ = [i for i in ended if theirs[i].text != found[i].text]
+    assert len(differ) <= (0 if options.beam == 1 else max(1, len(ended) // 25)), differ
+    for i in differ:
+        pair = ([lines[i]] * 2, [found[i].text, theirs[i].text])
+        by_mt, by_export = ([s.log_prob for s in e.score(*pair)] for e in (ours, engine))
+        assert by_export == pytest.approx(by_mt, abs=1e-3), (i, pair[1], by_mt, by_export)
 
 
 # --- `mt serve` as a process, and what is sent to it -----------------------------------------
