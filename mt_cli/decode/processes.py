@@ -110,11 +110,19 @@ class BatchPool:
                 initializer=_start_worker,
                 initargs=(self.decode, os.getpid()),
             )
-            weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
+            weakref.finalize(self, _stop, self._executor)
         return self._executor
 
     def close(self) -> None:
         """Stop the workers (a later ``map`` forks new ones)."""
         if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            _stop(self._executor)
             self._executor = None
+
+
+def _stop(executor: ProcessPoolExecutor) -> None:
+    """Drop what has not started and return once the workers and the executor's manager thread
+    have ended. A manager thread still ending when Python exits closes its wakeup pipe while the
+    exit hook of concurrent.futures writes to it: "Exception ignored ... Bad file descriptor"
+    after a command's output (Python 3.11; CPython bpo-39098, locked from 3.12 by gh-125451)."""
+    executor.shutdown(wait=True, cancel_futures=True)
