@@ -1,4 +1,6 @@
-"""The CTranslate2 export and engine: CTranslate2 decodes a run's model exactly as mt does."""
+"""The CTranslate2 export and engine: CTranslate2 decodes a run's model as mt does, greedy token for
+token, with beam search line for line but for a rare line where the two searches end differently
+(``helpers.assert_ctranslate2_searches_agree``)."""
 
 from __future__ import annotations
 
