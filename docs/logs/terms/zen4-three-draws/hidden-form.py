@@ -1,31 +1,54 @@
-"""Decode-time experiment: the glossary told with or without the German words (hidden form)."""
-import importlib.util, json, sys
+"""Decode-time probe: the glossary's terms told with their German words (as --glossary does), in
+the training's hidden form ("<term> <to> hound </term>", every match), and not at all.
+
+    python hidden-form.py RUN SPLIT TERMSET LENGTH_PENALTIES
+    e.g. python hidden-form.py runs/terms-3draws val runs/terms/val.tsv 2.0
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
 from pathlib import Path
+
 import sacrebleu
+
 import mt_cli
 from mt_cli.config.options import TranslateOptions
-from mt_cli.text.glossary import Glossary
 from mt_cli.text import terms
+from mt_cli.text.glossary import Glossary
 
-spec = importlib.util.spec_from_file_location("tt", "/work/main/scripts/term-testset.py")
-tt = importlib.util.module_from_spec(spec); spec.loader.exec_module(tt)
-run, split, testset_path = sys.argv[1], sys.argv[2], sys.argv[3]
-lps = [float(x) for x in sys.argv[4].split(",")]
-sources, refs = tt.split_texts(split)
-testset = tt.read(Path(testset_path))
-pairs = sorted({(s, t) for _, s, t in testset})
-glossary = Glossary.parse([f"{s}\t{t}" for s, t in pairs], "glossary", "de", "en")
-model = mt_cli.load(run, device="cpu", processes=1, warn=lambda m: None)
-def hidden_form(line):
-    found = glossary.find(line)
-    return terms.annotated(line, [(m, m.target) for m in found], frozenset(range(len(found))))
-hidden = [hidden_form(s) for s in sources]
-out = {}
-for lp in lps:
-    for name, lines, g, ph in (("glossary", sources, glossary, None), ("hidden", hidden, None, False), ("none", sources, None, None)):
-        texts = [t.text for t in model.translate(lines, TranslateOptions(glossary=g, length_penalty=lp, placeholders=ph))]
-        use = tt.use(testset, texts)
-        out[f"{name}@{lp}"] = r = {"bleu": round(sacrebleu.corpus_bleu(texts, [refs]).score, 2), **use}
-        print(run, split, name, lp, json.dumps(r), flush=True)
-        Path(f"/tmp/s39/out/{Path(run).name}-{split}-{name}-{lp}.en").parent.mkdir(exist_ok=True, parents=True)
-        Path(f"/tmp/s39/out/{Path(run).name}-{split}-{name}-{lp}.en").write_text("\n".join(texts) + "\n")
+_spec = importlib.util.spec_from_file_location("term_testset", Path("scripts/term-testset.py"))
+term_testset = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(term_testset)  # type: ignore[union-attr]
+
+
+def main() -> None:
+    run, split, testset_path = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    penalties = [float(value) for value in sys.argv[4].split(",")]
+    sources, references = term_testset.split_texts(split)
+    testset = term_testset.read(testset_path)
+    pairs = sorted({(s, t) for _, s, t in testset})
+    glossary = Glossary.parse([f"{s}\t{t}" for s, t in pairs], "glossary", "de", "en")
+    model = mt_cli.load(run, device="cpu", processes=1, warn=lambda message: None)
+    hidden = []
+    for line in sources:
+        found = glossary.find(line)
+        hidden.append(terms.annotated(line, [(m, m.target) for m in found], frozenset(range(len(found)))))
+    # The hidden form goes in as text: placeholder masking would take its markers for tags.
+    decodes = (
+        ("glossary", sources, glossary, None),
+        ("hidden", hidden, None, False),
+        ("none", sources, None, None),
+    )
+    for penalty in penalties:
+        for name, lines, given, masking in decodes:
+            options = TranslateOptions(glossary=given, length_penalty=penalty, placeholders=masking)
+            texts = [t.text for t in model.translate(lines, options)]
+            bleu = round(sacrebleu.corpus_bleu(texts, [references]).score, 2)
+            print(run, split, name, penalty, json.dumps({"bleu": bleu, **term_testset.use(testset, texts)}))
+
+
+if __name__ == "__main__":
+    main()
