@@ -285,9 +285,9 @@ def assert_ctranslate2_searches_agree(
     stops). Greedy search must agree everywhere. Beam search may differ on a few lines and for two
     reasons that are not the export's: a near-tie that the last bits of fp32 tip (the tiny test
     model, trained on the machine that runs the tests, has different ties on each CPU), and the
-    stopping rules (mt ends a sentence once k hypotheses have finished, CTranslate2 once its top
-    beam has, so it can find a longer, better-normalised one). On each such line both engines
-    must give both hypotheses the same log-probability: a wrong export scores differently."""
+    stopping rules (mt ends a sentence once k hypotheses have finished; CTranslate2 has its own
+    rule and can go on to a longer, better-normalised one). On each such line both engines must
+    give both hypotheses the same log-probability: a wrong export scores differently."""
     from mt_cli.decode.hypotheses import output_limit
 
     found, theirs = ours.translate(lines, options), engine.translate(lines, options)
