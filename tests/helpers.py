@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from mt_cli.data.prepare import TrainingData
     from mt_cli.decode.ctranslate2 import CTranslate2Engine
     from mt_cli.decode.hypotheses import Decoder, Found
+    from mt_cli.decode.results import Translation
     from mt_cli.decode.translator import Translator
     from mt_cli.model.transformer import Transformer
     from mt_cli.text.tokenizer import Tokenizer
@@ -279,7 +280,7 @@ def greedy_tokens(
 
 def assert_ctranslate2_searches_agree(
     ours: Translator, engine: CTranslate2Engine, lines: list[str], options: TranslateOptions
-) -> None:
+) -> list[Translation]:
     """A run's fp32 CTranslate2 export finds what mt fp32 finds, line for line, on the lines where
     neither engine's best ran to its length limit (there mt scores a forced EOS and CTranslate2
     stops). Greedy search must agree everywhere. Beam search may differ on a few lines and for two
@@ -287,7 +288,8 @@ def assert_ctranslate2_searches_agree(
     model, trained on the machine that runs the tests, has different ties on each CPU), and the
     stopping rules (mt ends a sentence once k hypotheses have finished; CTranslate2 has its own
     rule and can go on to a longer, better-normalised one). On each such line both engines must
-    give both hypotheses the same log-probability: a wrong export scores differently."""
+    give both hypotheses the same log-probability: a wrong export scores differently. Returns
+    CTranslate2's translations."""
     from mt_cli.decode.hypotheses import output_limit
 
     found, theirs = ours.translate(lines, options), engine.translate(lines, options)
@@ -306,6 +308,7 @@ def assert_ctranslate2_searches_agree(
         pair = ([lines[i]] * 2, [found[i].text, theirs[i].text])
         by_mt, by_export = ([s.log_prob for s in e.score(*pair)] for e in (ours, engine))
         assert by_export == pytest.approx(by_mt, abs=1e-3), (i, pair[1], by_mt, by_export)
+    return theirs
 
 
 # --- `mt serve` as a process, and what is sent to it -----------------------------------------

@@ -56,9 +56,8 @@ def test_float32_beam_search_equals_mt(fp32: Translator, exported: Path, sentenc
     # The same length penalty convention (|Y| ** alpha, EOS counted) in both engines.
     engine = CTranslate2Engine(exported)
     options = TranslateOptions(beam=4, length_penalty=alpha)
-    assert_ctranslate2_searches_agree(fp32, engine, sentences, options)
-    texts = [t.text for t in engine.translate(sentences, options)]
-    assert engine.translate_lines(sentences, options) == texts
+    theirs = assert_ctranslate2_searches_agree(fp32, engine, sentences, options)
+    assert engine.translate_lines(sentences, options) == [t.text for t in theirs]
 
 
 def test_the_export_is_a_complete_model(fp32: Translator, exported: Path) -> None:
